@@ -1,0 +1,178 @@
+"""Base stage: Debian's linux-source-6.1 tarball -> build/linux, one commit tagged 'base'.
+
+The recorded base lives in patches/BASE (package version, tarball sha256 and
+the resulting base commit id).  The base commit is made with a fixed author,
+committer and date so that the same tarball gives the same commit id on every
+machine; 'base-commit:' in the exported series then means something.
+"""
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+
+from common import (BASE_FILE, BUILD, TREE, StageError, info, need_tools,
+                    read_kv, run, warn, write_kv, log_path)
+
+PACKAGE = "linux-source-6.1"
+STAMP = os.path.join(BUILD, "base.stamp")
+# Fixed identity and date for the base commit: reproducible commit ids.
+BASE_ENV = {
+    "GIT_AUTHOR_NAME": "Debian linux-source-6.1",
+    "GIT_AUTHOR_EMAIL": "debian-kernel@lists.debian.org",
+    "GIT_COMMITTER_NAME": "Debian linux-source-6.1",
+    "GIT_COMMITTER_EMAIL": "debian-kernel@lists.debian.org",
+    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+0000",
+    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+0000",
+}
+DEBIAN_BLOCK_MARK = "# Debian packaging: ignore everything at the top level"
+
+
+def installed_package():
+    """(version, tarball path) of the installed linux-source-6.1."""
+    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", PACKAGE],
+                       capture_output=True, text=True)
+    if p.returncode != 0 or not p.stdout.strip():
+        raise StageError("base", "%s is not installed; run ./bulk setup "
+                         "(apt-get install %s)" % (PACKAGE, PACKAGE))
+    files = subprocess.run(["dpkg", "-L", PACKAGE], capture_output=True,
+                           text=True).stdout.split()
+    tars = [f for f in files if f.endswith(".tar.xz")]
+    if not tars:
+        raise StageError("base", "dpkg -L %s names no .tar.xz" % PACKAGE)
+    return p.stdout.strip(), tars[0]
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def drift_message(recorded, version, digest):
+    """None when the installed package is the recorded one, else a warning."""
+    if recorded.get("VERSION") != version:
+        return ("BASE DRIFT: Debian now ships %s %s, the series is recorded "
+                "against %s. Trying to apply anyway; update patches/BASE "
+                "once it does." % (PACKAGE, version, recorded.get("VERSION")))
+    if recorded.get("TARBALL_SHA256") != digest:
+        return ("BASE DRIFT: %s %s tarball sha256 is %s, recorded %s." %
+                (PACKAGE, version, digest, recorded.get("TARBALL_SHA256")))
+    return None
+
+
+def drop_debian_gitignore(text):
+    """Remove the Debian packaging block ('/*', '!/debian/') at the end of
+    the top-level .gitignore.  Returns (new_text, removed_lines)."""
+    lines = text.split("\n")
+    try:
+        i = next(n for n, l in enumerate(lines) if l.startswith(DEBIAN_BLOCK_MARK))
+    except StopIteration:
+        return text, []
+    start = i - 1 if i > 0 and lines[i - 1] == "#" else i
+    end = i
+    while end < len(lines) and lines[end] != "!/debian/":
+        end += 1
+    if end == len(lines):
+        raise StageError("base", ".gitignore: Debian block has no '!/debian/'")
+    removed = lines[start:end + 1]
+    rest = lines[:start] + lines[end + 1:]
+    # keep one trailing newline, drop the blank line that preceded the block
+    while len(rest) > 1 and rest[-1] == "" and rest[-2] == "":
+        rest.pop()
+    return "\n".join(rest), removed
+
+
+def base_commit_id():
+    p = subprocess.run(["git", "rev-parse", "-q", "--verify", "base^{commit}"],
+                       cwd=TREE, capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else None
+
+
+def check(quiet=False):
+    """Compare the installed package with patches/BASE.  Returns a dict."""
+    recorded = read_kv(BASE_FILE) if os.path.exists(BASE_FILE) else {}
+    version, tarball = installed_package()
+    digest = sha256(tarball)
+    drift = drift_message(recorded, version, digest) if recorded else None
+    if drift and not quiet:
+        warn(drift)
+    return {"version": version, "tarball": tarball, "sha256": digest,
+            "drift": drift, "recorded": recorded}
+
+
+def create(force=False):
+    """Make build/linux from the tarball unless it is already there."""
+    need_tools("base", ["git", "tar", "xz", "dpkg-query"])
+    st = check()
+    if os.path.exists(STAMP) and base_commit_id():
+        have = read_kv(STAMP)
+        if have.get("TARBALL_SHA256") == st["sha256"] and not force:
+            info("base: build/linux already at %s (%s)" % (
+                have.get("VERSION"), have.get("BASE_COMMIT", "")[:12]))
+            return st
+        # A different tarball: the tree must be remade; tree.py guards work.
+        import tree
+        tree.refuse_unexported(force)
+    log = log_path("base.log")
+    open(log, "w").close()
+    if os.path.exists(TREE):
+        shutil.rmtree(TREE)
+    tmp = os.path.join(BUILD, ".unpack")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    info("base: unpacking %s (%s)" % (st["tarball"], st["version"]))
+    run(["tar", "-xf", st["tarball"], "-C", tmp], "base", log=log)
+    tops = glob.glob(os.path.join(tmp, "*"))
+    if len(tops) != 1:
+        raise StageError("base", "tarball has %d top-level entries" % len(tops), log)
+    os.rename(tops[0], TREE)
+    os.rmdir(tmp)
+    gi = os.path.join(TREE, ".gitignore")
+    with open(gi) as f:
+        text, removed = drop_debian_gitignore(f.read())
+    with open(gi, "w") as f:
+        f.write(text)
+    if not removed:
+        warn("base: .gitignore has no Debian packaging block; nothing dropped")
+    info("base: git add + commit of the whole tree (about a minute)")
+    run(["git", "init", "-q", "-b", "base-import"], "base", cwd=TREE, log=log)
+    run(["git", "config", "core.autocrlf", "false"], "base", cwd=TREE, log=log)
+    run(["git", "add", "-A"], "base", cwd=TREE, log=log, quiet=True)
+    msg = ("Linux %s from Debian %s %s\n\n"
+           "Unpacked from %s (sha256 %s).\n\n"
+           "Only change to the tarball: the Debian packaging block at the end\n"
+           "of the top-level .gitignore is dropped. It ignores every top-level\n"
+           "path ('/*', '!/debian/'), so new files under mm/ or lib/ would stay\n"
+           "invisible to git. Dropped lines:\n\n%s\n" % (
+               st["version"].split("-")[0], PACKAGE, st["version"],
+               os.path.basename(st["tarball"]), st["sha256"],
+               "\n".join("  " + l for l in removed)))
+    run(["git", "commit", "-q", "-m", msg], "base", cwd=TREE, log=log,
+        env=BASE_ENV)
+    run(["git", "tag", "-f", "base"], "base", cwd=TREE, log=log)
+    commit = base_commit_id()
+    rec = st["recorded"].get("BASE_COMMIT")
+    if rec and rec != commit and not st["drift"]:
+        warn("base: commit id %s differs from recorded %s (same tarball): "
+             "git or the import changed" % (commit, rec))
+    write_kv(STAMP, {"VERSION": st["version"], "TARBALL_SHA256": st["sha256"],
+                     "BASE_COMMIT": commit}, "written by ./bulk base")
+    info("base: build/linux tagged base = %s" % commit[:12])
+    return st
+
+
+def record():
+    """Write patches/BASE from what is installed (after a deliberate rebase)."""
+    st = check(quiet=True)
+    if not os.path.exists(STAMP):
+        raise StageError("base", "no build/base.stamp: run ./bulk base first")
+    have = read_kv(STAMP)
+    write_kv(BASE_FILE, {"PACKAGE": PACKAGE, "VERSION": st["version"],
+                         "TARBALL": os.path.basename(st["tarball"]),
+                         "TARBALL_SHA256": st["sha256"],
+                         "BASE_COMMIT": have["BASE_COMMIT"]},
+             "the base this series applies to; ./bulk base checks it")
+    info("base: recorded %s %s in patches/BASE" % (PACKAGE, st["version"]))

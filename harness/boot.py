@@ -1,0 +1,174 @@
+"""Boot stage: QEMU (TCG, -cpu max) with a small initramfs built from
+initramfs/init.c by the kernel's own usr/gen_init_cpio.
+
+Modes:
+  exact  -icount shift=0,sleep=off -smp 1: the guest TSC counts retired
+         instructions and runs repeat bit for bit.
+  smp    -smp 2, multi-threaded TCG, no icount: for concurrency; timings noise.
+
+The console log is saved under build/logs/; any kernel splat in it fails the
+boot and is quoted.
+"""
+import json
+import os
+import re
+import subprocess
+import time
+
+import kconfig
+from common import BUILD, REPO, StageError, info, log_path, need_tools
+
+INIT_SRC = os.path.join(REPO, "initramfs", "init.c")
+INIT_BIN = os.path.join(BUILD, "initramfs", "init")
+EXIT_PORT = "0xf4"
+# Kernel splats that fail a boot (checked per console line).
+SPLAT_RE = re.compile(
+    r"(WARNING:|BUG:|\bOops\b|KASAN:|general protection|Kernel panic|"
+    r"^BUG [\w.:-]+ \(|UBSAN:|possible circular locking|"
+    r"inconsistent lock state|INFO: task .* blocked)")
+TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\] ")
+MODES = {
+    "exact": ["-smp", "1", "-icount", "shift=0,sleep=off"],
+    "smp": ["-smp", "2"],
+}
+
+
+def splats(text):
+    """Lines of a console log that show a kernel problem."""
+    out = []
+    for line in text.splitlines():
+        body = TIMESTAMP_RE.sub("", line)
+        if SPLAT_RE.search(body):
+            out.append(line.strip())
+    return out
+
+
+def exit_status(rc):
+    """Map QEMU's exit code to the init's status (None: no status sent)."""
+    if rc > 0 and rc & 1:
+        return rc >> 1
+    return None
+
+
+def build_init():
+    need_tools("boot", ["gcc"])
+    os.makedirs(os.path.dirname(INIT_BIN), exist_ok=True)
+    if (not os.path.exists(INIT_BIN)
+            or os.path.getmtime(INIT_BIN) < os.path.getmtime(INIT_SRC)):
+        p = subprocess.run(["gcc", "-static", "-Os", "-Wall", "-Werror", "-o",
+                            INIT_BIN, INIT_SRC], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise StageError("boot", "compiling initramfs/init.c failed "
+                             "(static libc from libc6-dev needed):\n" + p.stderr)
+    return INIT_BIN
+
+
+def find_modules(out, names):
+    """Paths of <name>.ko in a kbuild output dir, via modules.order."""
+    order = os.path.join(out, "modules.order")
+    known = {}
+    if os.path.exists(order):
+        for line in open(order):
+            rel = line.strip()
+            if rel.endswith(".o"):
+                rel = rel[:-2] + ".ko"
+            known[os.path.basename(rel)[:-3]] = os.path.join(out, rel)
+    paths = []
+    for n in names:
+        if n not in known or not os.path.exists(known[n]):
+            raise StageError("boot", "module %s not built in %s (is its "
+                             "Kconfig symbol =m in this config?)" % (n, out))
+        paths.append(known[n])
+    return paths
+
+
+def built_modules(out):
+    order = os.path.join(out, "modules.order")
+    if not os.path.exists(order):
+        return []
+    return [os.path.basename(l.strip())[:-3] for l in open(order) if l.strip()]
+
+
+def make_initramfs(out, modules, tag):
+    gen = os.path.join(out, "usr", "gen_init_cpio")
+    if not os.path.exists(gen):
+        raise StageError("boot", "%s missing: build the kernel first" % gen)
+    init = build_init()
+    lines = ["dir /dev 0755 0 0", "nod /dev/console 0600 0 0 c 5 1",
+             "dir /proc 0755 0 0", "dir /sys 0755 0 0", "dir /lib 0755 0 0",
+             "dir /lib/modules 0755 0 0", "file /init %s 0755 0 0" % init]
+    for name, path in zip(modules, find_modules(out, modules)):
+        lines.append("file /lib/modules/%s.ko %s 0644 0 0" % (name, path))
+    spec = os.path.join(out, "harness-%s.list" % tag)
+    with open(spec, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    cpio = os.path.join(out, "harness-%s.cpio" % tag)
+    with open(cpio, "wb") as f:
+        p = subprocess.run([gen, spec], stdout=f, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        raise StageError("boot", "gen_init_cpio failed: %s" % p.stderr.decode())
+    return cpio
+
+
+def qemu_cmd(kernel, initrd, mode, cmdline, mem="1G"):
+    # rdrand/rdseed off: host entropy would make exact-mode runs differ.
+    return (["qemu-system-x86_64", "-cpu", "max,-rdrand,-rdseed", "-m", mem,
+             "-display", "none", "-serial", "stdio", "-monitor", "none",
+             "-no-reboot", "-device",
+             "isa-debug-exit,iobase=%s,iosize=0x04" % EXIT_PORT,
+             "-kernel", kernel, "-initrd", initrd, "-append", cmdline]
+            + MODES[mode])
+
+
+def boot(config, tree="linux", mode="exact", load=(), append="", timeout=600,
+         tag=None, allow_fail=False):
+    """Boot build/o/<tree>-<config>; returns a dict (also saved as JSON)."""
+    if mode not in MODES:
+        raise StageError("boot", "unknown mode '%s' (exact, smp)" % mode)
+    need_tools("boot", ["qemu-system-x86_64"])
+    out = kconfig.out_dir(config, tree)
+    kernel = os.path.join(out, "arch", "x86", "boot", "bzImage")
+    if not os.path.exists(kernel):
+        raise StageError("boot", "%s missing: run ./bulk build %s --tree %s"
+                         % (kernel, config, tree))
+    tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
+    cpio = make_initramfs(out, list(load), tag)
+    cmdline = "console=ttyS0 panic=-1 nokaslr harness.load=%s %s" % (
+        ",".join(load), append)
+    log = log_path("boot-%s-%s-%s.log" % (tree, config, tag))
+    cmd = qemu_cmd(kernel, cpio, mode, cmdline.strip())
+    info("boot %s-%s %s: %s" % (tree, config, tag, os.path.relpath(log, os.getcwd())))
+    start = time.time()
+    with open(log, "w") as f:
+        try:
+            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
+                               stdin=subprocess.DEVNULL, timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = None
+    with open(log, errors="replace") as f:
+        text = f.read()
+    res = {"config": config, "tree": tree, "mode": mode, "load": list(load),
+           "append": append, "log": log, "qemu_rc": rc,
+           "status": exit_status(rc) if rc is not None else None,
+           "seconds": round(time.time() - start, 1), "splats": splats(text),
+           "cmd": cmd}
+    with open(log[:-4] + ".json", "w") as f:
+        json.dump(res, f, indent=1)
+    problems = []
+    if rc is None:
+        problems.append("timed out after %ds" % timeout)
+    elif res["status"] is None:
+        problems.append("QEMU exited %d without a harness status (kernel "
+                        "panic or reboot?)" % rc)
+    elif res["status"] != 0:
+        problems.append("init reported status %d (see 'harness:' lines)"
+                        % res["status"])
+    if res["splats"]:
+        problems.append("kernel splat(s) in the console:\n    " +
+                        "\n    ".join(res["splats"][:10]))
+    res["problems"] = problems
+    if problems and not allow_fail:
+        raise StageError("boot", "%s-%s %s: %s" % (tree, config, tag,
+                                                   "; ".join(problems)), log)
+    return res

@@ -1,0 +1,109 @@
+"""Config stage: allnoconfig + fragments from configs/, then verify.
+
+A config name maps to a list of fragments.  The merged fragment is given to
+kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles the rest,
+and every requested line is checked against the resulting .config.
+"""
+import hashlib
+import os
+
+from common import BUILD, CONFIGS, StageError, info, log_path, need_tools, run
+
+CONFIG_SETS = {
+    "slub": ["common", "hardening", "slub", "bench"],
+    "slab": ["common", "hardening", "slab", "bench"],
+    "slob": ["common", "slob", "bench"],
+    "slub-debug": ["common", "hardening", "slub", "debug", "slub-debug"],
+    "slab-debug": ["common", "hardening", "slab", "debug", "slab-debug"],
+}
+ALLOCATOR = {name: name.split("-")[0] for name in CONFIG_SETS}
+MAKE_VARS = ["ARCH=x86_64", "CC=ccache gcc", "HOSTCC=ccache gcc",
+             "KBUILD_BUILD_USER=harness", "KBUILD_BUILD_HOST=slab-bulk",
+             "KBUILD_BUILD_TIMESTAMP=2000-01-01"]
+
+
+def tree_dir(tree):
+    return os.path.join(BUILD, tree)
+
+
+def out_dir(name, tree="linux"):
+    return os.path.join(BUILD, "o", "%s-%s" % (tree, name))
+
+
+def parse_config(text):
+    """{'CONFIG_X': 'y'|'m'|'n'|value} from .config or fragment text."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("# CONFIG_") and line.endswith(" is not set"):
+            out[line[2:-len(" is not set")]] = "n"
+        elif line.startswith("CONFIG_") and "=" in line:
+            k, _, v = line.partition("=")
+            out[k] = v
+    return out
+
+
+def mismatches(requested, actual):
+    """Lines of the fragment that did not take effect, as messages."""
+    bad = []
+    for k, want in requested.items():
+        got = actual.get(k, "n")
+        if want.strip('"') != got.strip('"'):
+            bad.append("%s: requested %s, got %s" % (
+                k, want, "not set" if got == "n" else got))
+    return bad
+
+
+def fragment_text(name):
+    if name not in CONFIG_SETS:
+        raise StageError("config", "unknown config '%s'; known: %s" % (
+            name, ", ".join(sorted(CONFIG_SETS))))
+    parts = []
+    for frag in CONFIG_SETS[name]:
+        path = os.path.join(CONFIGS, frag + ".config")
+        if not os.path.exists(path):
+            raise StageError("config", "missing fragment %s" % path)
+        with open(path) as f:
+            parts.append("# --- %s\n%s" % (frag, f.read()))
+    return "\n".join(parts)
+
+
+def make_cmd(name, tree, *targets):
+    need_tools("config", ["make", "gcc", "ccache", "flex", "bison", "bc"])
+    src = tree_dir(tree)
+    if not os.path.exists(os.path.join(src, "Makefile")):
+        raise StageError("config", "no kernel tree at %s (run ./bulk tree)" % src)
+    return ["make", "-C", src, "O=" + out_dir(name, tree)] + MAKE_VARS + list(targets)
+
+
+def configure(name, tree="linux"):
+    """Write and verify build/o/<tree>-<name>/.config; skip when unchanged."""
+    text = fragment_text(name)
+    out = out_dir(name, tree)
+    os.makedirs(out, exist_ok=True)
+    frag = os.path.join(out, "harness.fragment")
+    stamp = os.path.join(out, "harness.fragment.sha256")
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    dotconfig = os.path.join(out, ".config")
+    fresh = (os.path.exists(dotconfig) and os.path.exists(stamp)
+             and open(stamp).read().strip() == digest)
+    log = log_path("config-%s-%s.log" % (tree, name))
+    if not fresh:
+        open(log, "w").close()
+        with open(frag, "w") as f:
+            f.write(text)
+        run(make_cmd(name, tree, "KCONFIG_ALLCONFIG=" + frag, "allnoconfig"),
+            "config", log=log, quiet=True)
+        run(make_cmd(name, tree, "olddefconfig"), "config", log=log, quiet=True)
+    with open(dotconfig) as f:
+        bad = mismatches(parse_config(text), parse_config(f.read()))
+    if bad:
+        if os.path.exists(stamp):
+            os.remove(stamp)
+        raise StageError("config", "%s: %d option(s) did not take effect:\n  %s"
+                         % (name, len(bad), "\n  ".join(bad)), log)
+    with open(stamp, "w") as f:
+        f.write(digest + "\n")
+    info("config: %s (%s) ok -> %s" % (name, " + ".join(CONFIG_SETS[name]),
+                                      os.path.relpath(out, os.getcwd())))
+    return out

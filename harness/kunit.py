@@ -1,0 +1,93 @@
+"""KUnit stage: boot a built kernel, load its KUnit test modules, and parse
+each module's KTAP output with the kernel's own kunit.py parser.
+
+The suites are modules (=m in the configs) so that one kernel per config
+serves the boot smoke test, KUnit and the benchmark.
+"""
+import json
+import os
+import subprocess
+
+import boot
+import kconfig
+from common import StageError, info, log_path
+
+# Test modules, in load order.  Only those built in a config are loaded.
+KUNIT_MODULES = ["slab_bulk_kunit", "slub_kunit"]
+
+
+def split_by_module(text, modules):
+    """Console text of each 'harness: loading <mod>' .. next marker."""
+    parts, cur, buf = {}, None, []
+    for line in text.splitlines():
+        if "harness: loading " in line:
+            if cur:
+                parts[cur] = "\n".join(buf)
+            cur = line.split("harness: loading ", 1)[1].split()[0]
+            buf = []
+        elif cur:
+            buf.append(line)
+    if cur:
+        parts[cur] = "\n".join(buf)
+    return {m: parts.get(m, "") for m in modules}
+
+
+def count(node, acc):
+    """Add the leaf test cases of a kunit.py JSON tree to acc."""
+    for case in node.get("test_cases", []):
+        acc[case.get("status", "FAIL")] = acc.get(case.get("status", "FAIL"), 0) + 1
+        if case.get("status") not in ("PASS", "SKIP"):
+            acc.setdefault("failed", []).append(case.get("name"))
+    for sub in node.get("sub_groups", []):
+        count(sub, acc)
+    return acc
+
+
+def parse(tree, text, name):
+    """Run kunit.py parse on text; returns (ok, counts, stdout)."""
+    src = kconfig.tree_dir(tree)
+    kunit_py = os.path.join(src, "tools", "testing", "kunit", "kunit.py")
+    jpath = log_path("kunit-%s.json" % name)
+    p = subprocess.run(["python3", kunit_py, "parse", "--json=" + jpath],
+                       input=text, capture_output=True, text=True, cwd=src)
+    counts = {}
+    if os.path.exists(jpath):
+        with open(jpath) as f:
+            try:
+                counts = count(json.load(f), {})
+            except ValueError:
+                counts = {}
+    ok = p.returncode == 0 and counts.get("PASS", 0) + counts.get("SKIP", 0) > 0 \
+        and not counts.get("failed")
+    return ok, counts, p.stdout + p.stderr
+
+
+def run(config, tree="linux", mode="exact", append="", modules=None):
+    out = kconfig.out_dir(config, tree)
+    built = boot.built_modules(out)
+    mods = [m for m in (modules or KUNIT_MODULES) if m in built]
+    if not mods:
+        raise StageError("kunit", "no KUnit test module built in %s" % out)
+    tag = "kunit-%s%s" % (mode, "-" + append.replace(" ", "_").replace("=", "")
+                          if append else "")
+    res = boot.boot(config, tree, mode, mods, append, tag=tag, allow_fail=True)
+    with open(res["log"], errors="replace") as f:
+        text = f.read()
+    summary = {"ok": not res["problems"], "suites": {}, "log": res["log"],
+               "problems": list(res["problems"])}
+    for mod, part in split_by_module(text, mods).items():
+        ok, counts, out_text = parse(tree, part, "%s-%s-%s-%s" % (
+            tree, config, tag, mod))
+        with open(log_path("kunit-%s-%s-%s-%s.txt" % (tree, config, tag, mod)),
+                  "w") as f:
+            f.write(out_text)
+        summary["suites"][mod] = counts
+        if not ok:
+            summary["ok"] = False
+            summary["problems"].append("%s: %s" % (mod, "failed: " + ", ".join(
+                counts.get("failed", [])) if counts.get("failed")
+                else "no parsable KTAP result"))
+        info("kunit %s-%s %s: %s passed, %s skipped, %d failed" % (
+            tree, config, mod, counts.get("PASS", 0), counts.get("SKIP", 0),
+            len(counts.get("failed", []))))
+    return summary

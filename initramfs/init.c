@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Static init for the slab bulk harness.
+ *
+ * Reads its orders from the kernel command line:
+ *   harness.load=mod1,mod2   load /lib/modules/<mod>.ko in this order, passing
+ *                            every "<mod>.<param>=<value>" from the command
+ *                            line as module parameters
+ *   harness.unload=1         remove the modules again (in reverse order)
+ *   harness.write=path:value (may repeat) write value to path before loading,
+ *                            e.g. debugfs knobs
+ * then prints "harness: status=N" and ends QEMU through isa-debug-exit
+ * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/io.h>
+#include <sys/mount.h>
+#include <sys/reboot.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MAX_MODS 16
+#define CMDLINE_MAX 4096
+#define EXIT_PORT 0xf4
+
+static char cmdline[CMDLINE_MAX];
+
+static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("harness: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void finish(int status)
+{
+	printf("harness: status=%d\n", status);
+	fflush(stdout);
+	sync();
+	if (ioperm(EXIT_PORT, 1, 1) == 0)
+		outb((unsigned char)status, EXIT_PORT);
+	reboot(RB_AUTOBOOT);
+	for (;;)
+		pause();
+}
+
+static void read_cmdline(void)
+{
+	int fd = open("/proc/cmdline", O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0) {
+		say("cannot open /proc/cmdline: %s", strerror(errno));
+		finish(2);
+	}
+	n = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	cmdline[n] = '\0';
+	if (n && cmdline[n - 1] == '\n')
+		cmdline[n - 1] = '\0';
+}
+
+/* Value of "key=" in the command line, copied into buf; NULL if absent. */
+static const char *param(const char *key, char *buf, size_t len, const char **from)
+{
+	const char *p = from && *from ? *from : cmdline;
+	size_t klen = strlen(key);
+
+	while ((p = strstr(p, key))) {
+		if ((p == cmdline || p[-1] == ' ') && p[klen] == '=') {
+			const char *v = p + klen + 1;
+			size_t n = strcspn(v, " ");
+
+			if (n >= len)
+				n = len - 1;
+			memcpy(buf, v, n);
+			buf[n] = '\0';
+			if (from)
+				*from = v + n;
+			return buf;
+		}
+		p += klen;
+	}
+	return NULL;
+}
+
+/* All "<mod>.x=y" words of the command line, as "x=y x=y". */
+static void module_params(const char *mod, char *buf, size_t len)
+{
+	size_t mlen = strlen(mod), used = 0;
+	const char *p = cmdline;
+
+	buf[0] = '\0';
+	while (*p) {
+		size_t n = strcspn(p, " ");
+
+		if (n > mlen + 1 && !strncmp(p, mod, mlen) && p[mlen] == '.' &&
+		    used + n - mlen + 1 < len) {
+			if (used)
+				buf[used++] = ' ';
+			memcpy(buf + used, p + mlen + 1, n - mlen - 1);
+			used += n - mlen - 1;
+			buf[used] = '\0';
+		}
+		p += n;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+static int write_knobs(void)
+{
+	const char *from = NULL;
+	char spec[512];
+	int bad = 0;
+
+	while (param("harness.write", spec, sizeof(spec), &from)) {
+		char *colon = strchr(spec, ':');
+		int fd;
+
+		if (!colon) {
+			say("bad harness.write '%s'", spec);
+			bad = 1;
+			continue;
+		}
+		*colon = '\0';
+		fd = open(spec, O_WRONLY);
+		if (fd < 0 || write(fd, colon + 1, strlen(colon + 1)) < 0) {
+			say("write %s failed: %s (%d)", spec, strerror(errno), errno);
+			bad = 1;
+		} else {
+			say("wrote %s = %s", spec, colon + 1);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	return bad;
+}
+
+int main(void)
+{
+	char list[512], unload[8], path[256], params[2048];
+	char *mods[MAX_MODS];
+	int nmods = 0, status = 0, i;
+
+	mount("proc", "/proc", "proc", 0, NULL);
+	mount("sysfs", "/sys", "sysfs", 0, NULL);
+	mount("devtmpfs", "/dev", "devtmpfs", 0, NULL);
+	mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	read_cmdline();
+	say("start (cmdline: %s)", cmdline);
+
+	if (write_knobs())
+		status = 1;
+
+	if (param("harness.load", list, sizeof(list), NULL)) {
+		char *save = NULL, *m;
+
+		for (m = strtok_r(list, ",", &save); m && nmods < MAX_MODS;
+		     m = strtok_r(NULL, ",", &save))
+			mods[nmods++] = m;
+	}
+
+	for (i = 0; i < nmods && !status; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "/lib/modules/%s.ko", mods[i]);
+		module_params(mods[i], params, sizeof(params));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			say("missing module %s: %s", path, strerror(errno));
+			status = 1;
+			break;
+		}
+		say("loading %s params '%s'", mods[i], params);
+		if (syscall(SYS_finit_module, fd, params, 0) != 0) {
+			say("load %s failed: %s (errno %d)", mods[i], strerror(errno), errno);
+			status = 1;
+		} else {
+			say("loaded %s", mods[i]);
+		}
+		close(fd);
+	}
+
+	if (param("harness.unload", unload, sizeof(unload), NULL) &&
+	    !strcmp(unload, "1")) {
+		for (i = nmods - 1; i >= 0; i--) {
+			if (syscall(SYS_delete_module, mods[i], O_NONBLOCK) != 0) {
+				say("unload %s failed: %s (errno %d)", mods[i],
+				    strerror(errno), errno);
+				status = 1;
+			} else {
+				say("unloaded %s", mods[i]);
+			}
+		}
+	}
+	finish(status);
+	return 0;
+}

@@ -1,0 +1,103 @@
+"""Unit tests for harness/benchparse.py (stdlib unittest only)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "harness"))
+
+import benchparse  # noqa: E402
+
+LOG = """\
+[    0.000000] Linux version 6.1.192 (root@host) #1 SMP
+[    1.234567] slab_bulk_bench: allocator=SLUB tsc_khz=2000000
+[    1.234600] slab_bulk_bench: test a: quick reuse, obj_size=256, per round N allocs then N frees
+[    1.300000] slab_bulk_bench: R test=a variant=single n=1 size=256 objs=10000 cycles=500000 empty=20000
+[    1.300001] random other driver line
+[    1.400000] slab_bulk_bench:    8 - 45 cycles(tsc) 11.303 ns - 17 cycles(tsc) 4.298 ns improved 62.2%
+[    1.400001] slab_bulk_bench: R test=a variant=fallback n=8 size=256 objs=10000 cycles=450000 empty=10000
+slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=10000 cycles=170000 empty=10000
+[   12.000000] slab_bulk_bench: test f skipped: needs 2 CPUs
+[   12.500000] slab_bulk_bench: done
+"""
+
+
+class ParseTest(unittest.TestCase):
+    def test_full_log(self):
+        res = benchparse.parse(LOG)
+        self.assertEqual(res["allocator"], "SLUB")
+        self.assertEqual(res["tsc_khz"], 2000000)
+        self.assertTrue(res["done"])
+        self.assertEqual(res["skipped"], {"f": "needs 2 CPUs"})
+        self.assertEqual(len(res["results"]), 3)
+        single, fb, bulk = res["results"]
+        self.assertEqual(single["variant"], "single")
+        self.assertEqual(fb["n"], 8)
+        self.assertEqual(fb["objs"], 10000)
+        self.assertAlmostEqual(fb["per_obj"], 44.0)
+        self.assertAlmostEqual(bulk["per_obj"], 16.0)
+        self.assertAlmostEqual(single["per_obj"], 48.0)
+        self.assertEqual(bulk["test"], "a")
+        self.assertIsInstance(bulk["cycles"], int)
+
+    def test_timestamps_and_loglevel(self):
+        text = ("<6>[ 1234.567890] slab_bulk_bench: R test=e variant=pair n=1 "
+                "size=8 objs=4 cycles=40 empty=0\r\n")
+        res = benchparse.parse(text)
+        self.assertEqual(res["results"][0]["size"], 8)
+        self.assertAlmostEqual(res["results"][0]["per_obj"], 10.0)
+
+    def test_missing_done(self):
+        text = "\n".join(LOG.splitlines()[:-1])
+        res = benchparse.parse(text)
+        self.assertFalse(res["done"])
+        self.assertEqual(len(res["results"]), 3)
+
+    def test_empty_log(self):
+        res = benchparse.parse("")
+        self.assertIsNone(res["allocator"])
+        self.assertFalse(res["done"])
+        self.assertEqual(res["results"], [])
+
+    def test_malformed_value(self):
+        text = ("slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=100 "
+                "cycles=12.5 empty=1\n")
+        with self.assertRaisesRegex(ValueError, "cycles"):
+            benchparse.parse(text)
+
+    def test_missing_key(self):
+        text = "[ 1.0] slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=100 cycles=5\n"
+        with self.assertRaisesRegex(ValueError, "empty"):
+            benchparse.parse(text)
+
+    def test_bad_token(self):
+        text = "slab_bulk_bench: R test=a variant=bulk n=8 garbage size=1 objs=1 cycles=1 empty=0\n"
+        with self.assertRaisesRegex(ValueError, "garbage"):
+            benchparse.parse(text)
+
+    def test_negative_and_zero_objs(self):
+        with self.assertRaises(ValueError):
+            benchparse.parse("slab_bulk_bench: R test=a variant=bulk n=-8 size=1 "
+                             "objs=1 cycles=1 empty=0\n")
+        with self.assertRaises(ValueError):
+            benchparse.parse("slab_bulk_bench: R test=a variant=bulk n=8 size=1 "
+                             "objs=0 cycles=1 empty=0\n")
+
+    def test_duplicate_key(self):
+        with self.assertRaisesRegex(ValueError, "duplicate"):
+            benchparse.parse("slab_bulk_bench: R test=a variant=bulk n=8 n=9 size=1 "
+                             "objs=1 cycles=1 empty=0\n")
+
+    def test_line_number_in_error(self):
+        text = "boot\nslab_bulk_bench: R test=a\n"
+        with self.assertRaisesRegex(ValueError, "line 2"):
+            benchparse.parse(text)
+
+    def test_other_module_lines_ignored(self):
+        text = "other_mod: R test=a variant=bulk\nslab_bulk_bench: test a: header\n"
+        res = benchparse.parse(text)
+        self.assertEqual(res["results"], [])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,309 @@
+"""Unit tests of the harness's own logic (no kernel build needed)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "harness"))
+
+import base  # noqa: E402
+import bench  # noqa: E402
+import boot  # noqa: E402
+import kconfig  # noqa: E402
+import kunit  # noqa: E402
+import testcmd  # noqa: E402
+import tree  # noqa: E402
+from common import StageError  # noqa: E402
+
+GITIGNORE_TAIL = """# Rust analyzer configuration
+/rust-project.json
+
+#
+# Debian packaging: ignore everything at the top level, since it isn't
+# included in our repository
+#
+/*
+!/debian/
+"""
+
+
+class BaseStage(unittest.TestCase):
+    def test_drops_exactly_the_debian_block(self):
+        text, removed = base.drop_debian_gitignore(GITIGNORE_TAIL)
+        self.assertEqual(text, "# Rust analyzer configuration\n/rust-project.json\n")
+        self.assertEqual(removed[0], "#")
+        self.assertEqual(removed[-2:], ["/*", "!/debian/"])
+        self.assertEqual(len(removed), 6)
+
+    def test_gitignore_without_block_is_unchanged(self):
+        text = "*.o\n/vmlinux\n"
+        self.assertEqual(base.drop_debian_gitignore(text), (text, []))
+
+    def test_block_without_end_is_an_error(self):
+        with self.assertRaises(StageError):
+            base.drop_debian_gitignore(GITIGNORE_TAIL.replace("!/debian/\n", ""))
+
+    def test_no_drift(self):
+        rec = {"VERSION": "6.1.192-2", "TARBALL_SHA256": "ab"}
+        self.assertIsNone(base.drift_message(rec, "6.1.192-2", "ab"))
+
+    def test_newer_debian_version_is_reported(self):
+        rec = {"VERSION": "6.1.192-2", "TARBALL_SHA256": "ab"}
+        msg = base.drift_message(rec, "6.1.199-1", "cd")
+        self.assertIn("BASE DRIFT", msg)
+        self.assertIn("6.1.199-1", msg)
+        self.assertIn("6.1.192-2", msg)
+
+    def test_same_version_other_tarball_is_reported(self):
+        rec = {"VERSION": "6.1.192-2", "TARBALL_SHA256": "ab"}
+        self.assertIn("sha256", base.drift_message(rec, "6.1.192-2", "cd"))
+
+
+class ConfigStage(unittest.TestCase):
+    def test_parse_config(self):
+        c = kconfig.parse_config('CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C="x"\n'
+                                 '# comment\nCONFIG_D=m\n')
+        self.assertEqual(c, {"CONFIG_A": "y", "CONFIG_B": "n",
+                             "CONFIG_C": '"x"', "CONFIG_D": "m"})
+
+    def test_mismatches_name_each_option(self):
+        req = kconfig.parse_config("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\n"
+                                   "CONFIG_E=8\n")
+        got = kconfig.parse_config("CONFIG_B=y\nCONFIG_C=m\nCONFIG_E=4\n")
+        bad = kconfig.mismatches(req, got)
+        self.assertEqual(len(bad), 3)
+        self.assertIn("CONFIG_A: requested y, got not set", bad)
+        self.assertIn("CONFIG_B: requested n, got y", bad)
+        self.assertIn("CONFIG_E: requested 8, got 4", bad)
+
+    def test_every_config_has_its_fragments(self):
+        for name in kconfig.CONFIG_SETS:
+            self.assertIn("CONFIG_", kconfig.fragment_text(name))
+
+    def test_unknown_config_is_refused(self):
+        with self.assertRaises(StageError) as e:
+            kconfig.fragment_text("defconfig")
+        self.assertIn("unknown config", str(e.exception))
+
+    def test_allocator_fragments_choose_one_allocator(self):
+        for name, alloc in kconfig.ALLOCATOR.items():
+            c = kconfig.parse_config(kconfig.fragment_text(name))
+            self.assertEqual(c.get("CONFIG_" + alloc.upper()), "y", name)
+
+
+class BootStage(unittest.TestCase):
+    def test_splats_found(self):
+        log = ("[    0.1] Linux version 6.1\n"
+               "[    1.2] WARNING: CPU: 0 PID: 1 at mm/slub.c:100 foo\n"
+               "[    1.3] BUG: KASAN: slab-out-of-bounds in bar\n"
+               "[    1.4] BUG kmalloc-256 (Not tainted): Redzone overwritten\n"
+               "[    1.5] general protection fault, probably for non-canonical\n"
+               "[    1.6] Oops: 0000 [#1] SMP\n"
+               "harness: status=0\n")
+        found = boot.splats(log)
+        self.assertEqual(len(found), 5)
+        self.assertIn("Redzone", found[2])
+
+    def test_clean_log_has_no_splat(self):
+        log = ("[    0.1] SLUB: HWalign=64, Order=0-3, MinObjects=0, CPUs=1\n"
+               "[    0.2] Warning: unable to open an initial console.\n"
+               "    ok 1 - slab_bulk_free_reverse\n"
+               "harness: status=0\n")
+        self.assertEqual(boot.splats(log), [])
+
+    def test_exit_status(self):
+        self.assertEqual(boot.exit_status(1), 0)
+        self.assertEqual(boot.exit_status(3), 1)
+        self.assertIsNone(boot.exit_status(0))
+        self.assertIsNone(boot.exit_status(-9))
+
+    def test_modes(self):
+        self.assertIn("shift=0,sleep=off", boot.MODES["exact"])
+        self.assertEqual(boot.MODES["exact"][:2], ["-smp", "1"])
+        self.assertNotIn("-icount", boot.MODES["smp"])
+
+    def test_qemu_uses_cpu_max_and_no_reboot(self):
+        cmd = boot.qemu_cmd("bz", "rd", "exact", "console=ttyS0")
+        self.assertTrue(cmd[cmd.index("-cpu") + 1].startswith("max"))
+        self.assertIn("-no-reboot", cmd)
+
+    def test_missing_module_is_named(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        with open(os.path.join(d, "modules.order"), "w") as f:
+            f.write("lib/a.ko\n")
+        open(os.path.join(d, "lib_a.ko"), "w").close()
+        with self.assertRaises(StageError) as e:
+            boot.find_modules(d, ["b"])
+        self.assertIn("module b not built", str(e.exception))
+
+
+class KunitStage(unittest.TestCase):
+    def test_split_by_module(self):
+        text = ("x\nharness: loading a params ''\nA1\nA2\n"
+                "harness: loading b params 'p=1'\nB1\nharness: status=0\n")
+        parts = kunit.split_by_module(text, ["a", "b", "c"])
+        self.assertEqual(parts["a"], "A1\nA2")
+        self.assertIn("B1", parts["b"])
+        self.assertEqual(parts["c"], "")
+
+    def test_count_json_tree(self):
+        tree_json = {"name": "main", "sub_groups": [{"name": "s", "test_cases": [
+            {"name": "t1", "status": "PASS"}, {"name": "t2", "status": "SKIP"},
+            {"name": "t3", "status": "FAIL"}]}], "test_cases": []}
+        c = kunit.count(tree_json, {})
+        self.assertEqual((c["PASS"], c["SKIP"], c["failed"]), (1, 1, ["t3"]))
+
+
+class TestCommand(unittest.TestCase):
+    def test_needs_build(self):
+        self.assertTrue(testcmd.needs_build("slub", ["Documentation/x.rst"]))
+        self.assertFalse(testcmd.needs_build("slab", ["mm/slub.c", "MAINTAINERS"]))
+        self.assertTrue(testcmd.needs_build("slab", ["mm/slab.c"]))
+        self.assertTrue(testcmd.needs_build("slob", ["mm/slab_common.c"]))
+        self.assertFalse(testcmd.needs_build("slob", ["mm/slab.c"]))
+
+
+class BenchReport(unittest.TestCase):
+    def test_table_ratio_and_missing(self):
+        def res(v, n, per):
+            return {"test": "a", "variant": v, "n": n, "per_obj": per}
+        b = {"results": [res("fallback", 1, 200.0), res("bulk", 1, 100.0),
+                         res("bulk", 8, 80.0)]}
+        s = {"results": [res("bulk", 1, 50.0)]}
+        rows = bench.table("a", b, s)
+        self.assertEqual(rows[0], (1, 200.0, 100.0, 50.0, 0.5))
+        self.assertEqual(rows[1], (8, None, 80.0, None, None))
+        self.assertIn("| 8 | - | 80.0 | - | - |", bench.markdown("slub", "a", rows))
+
+
+def git(cwd, *args, inp=None):
+    p = subprocess.run(["git"] + list(args), cwd=cwd, capture_output=True,
+                       text=True, input=inp)
+    if p.returncode:
+        raise RuntimeError(p.stderr)
+    return p.stdout
+
+
+class TreeStage(unittest.TestCase):
+    """The tree/export logic on a tiny git repo standing in for build/linux."""
+
+    def setUp(self):
+        self.d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.d)
+        self.tree = os.path.join(self.d, "linux")
+        self.patches = os.path.join(self.d, "patches")
+        os.makedirs(self.tree)
+        os.makedirs(self.patches)
+        git(self.tree, "init", "-q", "-b", "base-import")
+        git(self.tree, "config", "user.name", "T")
+        git(self.tree, "config", "user.email", "t@example.org")
+        self.write("mm/slub.c", "".join("line %d\n" % i for i in range(20)))
+        git(self.tree, "add", "-A")
+        git(self.tree, "commit", "-q", "-m", "base")
+        git(self.tree, "tag", "base")
+        git(self.tree, "checkout", "-q", "-b", tree.BRANCH)
+        self.cover = os.path.join(self.patches, "cover-letter.txt")
+        with open(self.cover, "w") as f:
+            f.write("mm/slab: test series\n\nBody text.\n")
+        for name in ("TREE", "PATCHES", "COVER_FILE"):
+            self.addCleanup(setattr, tree, name, getattr(tree, name))
+        tree.TREE, tree.PATCHES, tree.COVER_FILE = self.tree, self.patches, self.cover
+
+    def write(self, rel, text):
+        path = os.path.join(self.tree, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def read(self, name):
+        with open(os.path.join(self.patches, name)) as f:
+            return f.read()
+
+    def commit(self, rel, old, new, msg):
+        with open(os.path.join(self.tree, rel)) as f:
+            text = f.read()
+        self.write(rel, text.replace(old, new))
+        git(self.tree, "commit", "-q", "-a", "-s", "-m", msg)
+
+    def test_unexported_commit_is_refused(self):
+        self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: change")
+        with self.assertRaises(StageError) as e:
+            tree.refuse_unexported(False)
+        self.assertIn("not in patches/", str(e.exception))
+        tree.refuse_unexported(True)  # forced: no error
+
+    def test_dirty_tree_is_refused(self):
+        self.write("mm/slub.c", "changed\n")
+        with self.assertRaises(StageError) as e:
+            tree.refuse_unexported(False)
+        self.assertIn("uncommitted", str(e.exception))
+
+    def test_export_round_trip_is_stable(self):
+        self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: one")
+        self.commit("mm/slub.c", "line 9\n", "line nine\n", "mm: two")
+        tree.export()
+        files = sorted(os.listdir(self.patches))
+        self.assertEqual(len([f for f in files if f.endswith(".patch")]), 3)
+        snap = {f: self.read(f) for f in files}
+        self.assertEqual(tree.unexported_work(), [])
+        self.assertTrue(tree.is_exported_series())
+        tree.export()
+        again = {f: self.read(f) for f in sorted(os.listdir(self.patches))}
+        self.assertEqual(snap, again)
+        cover = [v for k, v in snap.items() if k.startswith("0000-")][0]
+        self.assertIn("Subject: [PATCH 0/2] mm/slab: test series", cover)
+        self.assertIn("base-commit:", cover)
+
+    def test_patch_that_does_not_apply_is_named(self):
+        self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: one")
+        self.commit("mm/slub.c", "line 9\n", "line nine\n", "mm: two")
+        tree.export()
+        # The base moves under the second patch: its context no longer matches.
+        git(self.tree, "checkout", "-q", "-f", "base")
+        git(self.tree, "checkout", "-q", "-b", "newbase")
+        self.commit("mm/slub.c", "line 9\n", "line 9 (6.1.y)\n", "stable update")
+        git(self.tree, "tag", "-f", "base")
+        log = os.path.join(self.d, "am.log")
+        with self.assertRaises(StageError) as e:
+            tree.apply_series(self.tree, tree.patch_files(), log, "drifted")
+        self.assertIn("0002-mm-two.patch", str(e.exception))
+        self.assertIn("drifted", str(e.exception))
+        self.assertFalse(os.path.isdir(os.path.join(self.tree, ".git", "rebase-apply")))
+
+
+class CommandLine(unittest.TestCase):
+    def run_bulk(self, *args):
+        bulk = os.path.join(os.path.dirname(HERE), "bulk")
+        return subprocess.run([sys.executable, bulk] + list(args),
+                              capture_output=True, text=True)
+
+    def test_wrong_argument_is_refused(self):
+        p = self.run_bulk("boot", "slub", "--mode", "fast")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("invalid choice", p.stderr)
+
+    def test_unknown_config_is_a_clear_error(self):
+        p = self.run_bulk("config", "defconfig")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unknown config 'defconfig'", p.stderr)
+
+    def test_bad_bench_options(self):
+        p = self.run_bulk("bench", "--alloc", "slqb")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--alloc", p.stderr)
+        p = self.run_bulk("bench", "--tests", "az")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("--tests", p.stderr)
+
+    def test_unknown_test_group(self):
+        p = self.run_bulk("test", "--only", "nosuch")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("unknown step group", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
