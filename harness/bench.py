@@ -44,9 +44,6 @@ def bench_patch():
 def make_base_tree():
     """build/linux-base = base + the benchmark patch, as a git worktree."""
     patch = bench_patch()
-    if patch is None:
-        raise StageError("bench", "no patch in patches/ adds %s: the benchmark "
-                         "module is not in the series yet" % BENCH_FILE)
     path = os.path.join(BUILD, BASE_TREE)
     log = log_path("tree-base.log")
     open(log, "w").close()
@@ -54,6 +51,10 @@ def make_base_tree():
         run(["git", "worktree", "prune"], "bench", cwd=TREE, log=log)
         run(["git", "worktree", "add", "-f", "--detach", path, "base"], "bench",
             cwd=TREE, log=log, quiet=True)
+    if patch is None:
+        run(["git", "checkout", "-q", "-f", "--detach", "base"], "bench",
+            cwd=path, log=log)
+        return path
     import tree as tr
     with open(patch, errors="replace") as f:
         want = tr.patch_id(f.read())
@@ -181,6 +182,15 @@ def main(args):
     base.create()
     tree.create()
     make_base_tree()
+    if bench_patch() is None:
+        # Nothing to measure yet: prove the pipeline end to end instead.
+        for alloc in allocs:
+            for tr in (BASE_TREE, "linux"):
+                kbuild.build(alloc, tr)
+                boot.boot(alloc, tr, "exact", [], "", 300)
+        info("bench: the benchmark module (%s) is not in the series yet; base "
+             "and series kernels of %s build and boot" % (BENCH_FILE, ",".join(allocs)))
+        return 0
     exact = "".join(t for t in tests if t != "f")
     os.makedirs(RESULTS, exist_ok=True)
     name = "bench-%s%s" % ("-".join(allocs), "-quick" if args.quick else "")

@@ -50,6 +50,12 @@ def exit_status(rc):
     return None
 
 
+def logged_status(text):
+    """The status the init printed ('harness: status=N'), or None."""
+    m = re.search(r"^harness: status=(\d+)", text, re.M)
+    return int(m.group(1)) if m else None
+
+
 def build_init():
     need_tools("boot", ["gcc"])
     os.makedirs(os.path.dirname(INIT_BIN), exist_ok=True)
@@ -148,9 +154,11 @@ def boot(config, tree="linux", mode="exact", load=(), append="", timeout=600,
             rc = None
     with open(log, errors="replace") as f:
         text = f.read()
+    status = exit_status(rc) if rc is not None else None
+    if status is None:
+        status = logged_status(text)
     res = {"config": config, "tree": tree, "mode": mode, "load": list(load),
-           "append": append, "log": log, "qemu_rc": rc,
-           "status": exit_status(rc) if rc is not None else None,
+           "append": append, "log": log, "qemu_rc": rc, "status": status,
            "seconds": round(time.time() - start, 1), "splats": splats(text),
            "cmd": cmd}
     with open(log[:-4] + ".json", "w") as f:
@@ -159,8 +167,8 @@ def boot(config, tree="linux", mode="exact", load=(), append="", timeout=600,
     if rc is None:
         problems.append("timed out after %ds" % timeout)
     elif res["status"] is None:
-        problems.append("QEMU exited %d without a harness status (kernel "
-                        "panic or reboot?)" % rc)
+        problems.append("QEMU exited %d and the init printed no status "
+                        "(kernel panic?)" % rc)
     elif res["status"] != 0:
         problems.append("init reported status %d (see 'harness:' lines)"
                         % res["status"])

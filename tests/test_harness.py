@@ -120,6 +120,10 @@ class BootStage(unittest.TestCase):
         self.assertIsNone(boot.exit_status(0))
         self.assertIsNone(boot.exit_status(-9))
 
+    def test_logged_status(self):
+        self.assertEqual(boot.logged_status("x\nharness: status=2\n"), 2)
+        self.assertIsNone(boot.logged_status("[ 1.0] Kernel panic - not syncing\n"))
+
     def test_modes(self):
         self.assertIn("shift=0,sleep=off", boot.MODES["exact"])
         self.assertEqual(boot.MODES["exact"][:2], ["-smp", "1"])
