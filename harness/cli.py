@@ -10,6 +10,8 @@ APT_PACKAGES = [
     "qemu-system-x86", "linux-source-6.1", "build-essential", "flex", "bison",
     "bc", "libelf-dev", "libssl-dev", "cpio", "ccache", "python3", "git",
     "xz-utils", "kmod", "gnuplot-nox", "rsync",
+    # checkpatch.pl's SPDX check runs scripts/spdxcheck.py with these
+    "python3-ply", "python3-git",
 ]
 
 

@@ -14,6 +14,7 @@ Steps, each reported as PASS/FAIL/SKIP with the log to read:
   bench      the benchmark module runs in quick mode and its output parses
 Ends with one line 'N passed, N failed, N skipped'.
 """
+import contextlib
 import os
 import subprocess
 import sys
@@ -95,9 +96,16 @@ def needs_build(config, files):
 
 
 def checkpatch(patch):
+    patch = os.path.abspath(patch)
+    # Debian's python3 first: scripts/spdxcheck.py needs its python3-ply
+    # and python3-git, which another python3 on PATH may lack.
+    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
     p = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
-                        "--color=never", patch], cwd=TREE,
+                        "--color=never", patch], cwd=TREE, env=env,
                        capture_output=True, text=True)
+    if "Traceback" in p.stderr:
+        raise StageError("checkpatch", "checkpatch.pl's helper failed (run "
+                         "./bulk setup):\n" + p.stderr.strip().splitlines()[-1])
     verdict = [l for l in p.stdout.splitlines() if l.startswith("total:")]
     log = log_path("checkpatch-%s.log" % os.path.basename(patch))
     with open(log, "w") as f:
@@ -138,13 +146,16 @@ def checkpatch_selftest():
 
 
 def unit_tests(report):
-    suite = unittest.defaultTestLoader.discover(os.path.join(REPO, "tests"),
-                                                top_level_dir=REPO)
+    tests_dir = os.path.join(REPO, "tests")
+    suite = unittest.defaultTestLoader.discover(tests_dir,
+                                                top_level_dir=tests_dir)
+    tests = list(iter_tests(suite))  # running a suite empties it
     log = log_path("unit.log")
-    with open(log, "w") as f:
+    with open(log, "w") as f, contextlib.redirect_stdout(f), \
+            contextlib.redirect_stderr(f):
         res = unittest.TextTestRunner(stream=f, verbosity=2).run(suite)
     bad = {str(t): tb for t, tb in res.failures + res.errors}
-    for t in iter_tests(suite):
+    for t in tests:
         name = t.id().split(".", 1)[-1]
         if str(t) in bad:
             report.add("unit", name, "FAIL", bad[str(t)].strip().splitlines()[-1]
