@@ -15,20 +15,36 @@ import time
 import boot
 import kbuild
 import kconfig
-from common import (BUILD, RESULTS, TREE, StageError, info, log_path, run,
-                    need_tools)
+from common import (BUILD, REPO, RESULTS, TREE, StageError, info, log_path,
+                    need_tools, run)
 
 BENCH_MODULE = "slab_bulk_bench"
 BENCH_FILE = "lib/slab_bulk_bench.c"
 BASE_TREE = "linux-base"
 ALLOCATORS = ("slub", "slab", "slob")
 TESTS = "abcdef"
-# Variant pairs shown side by side per test: (loop variant, bulk variant).
-PAIRS = {
-    "a": ("fallback", "bulk"),
-    "b": ("fallback", "bulk"),
-    "d": ("fallback", "bulk"),
-}
+# The tables: (test, title, key, loop variant, bulk variant).  key is the
+# R-line field the rows are keyed by; a None loop variant has no fallback.
+SPECS = [
+    ("a", "single object alloc+free (fastpath)", "n", None, "single"),
+    ("a", "quick reuse: alloc N then free N", "n", "fallback", "bulk"),
+    ("b", "working set: batches of N outstanding", "n", "fallback", "bulk"),
+    ("c", "free in allocation order (frees only)", "n", "order_loop", "order_bulk"),
+    ("c", "free in random order (frees only)", "n", "random_loop", "random_bulk"),
+    ("c", "free in worst order (frees only)", "n", "worst_loop", "worst_bulk"),
+    ("d", "kfree_bulk, mixed sizes 8..4096 (frees only)", "n", "kfree_loop",
+     "kfree_bulk"),
+    ("e", "10000 x kmalloc(size)", "size", None, "kmalloc"),
+    ("e", "10000 x kfree", "size", None, "kfree"),
+    ("e", "10000 x kmalloc(size)/kfree pairs", "size", None, "pair"),
+    ("f", "concurrent N*alloc (sum over CPUs)", "size", None, "conc_alloc"),
+    ("f", "concurrent N*free (sum over CPUs)", "size", None, "conc_free"),
+    ("f", "concurrent N*(alloc free)", "size", None, "conc_pair"),
+    ("f", "remote free: alloc side", "size", None, "remote_alloc"),
+    ("f", "remote free: free side", "size", None, "remote_free"),
+    ("f", "1 alloc N free: alloc side", "size", None, "one_alloc"),
+    ("f", "1 alloc N free: free side", "size", None, "one_free"),
+]
 
 
 def bench_patch():
@@ -84,8 +100,7 @@ def run_bench(config, tree, tests, quick, mode="exact", timeout=1200):
     """Boot with the module; returns the parsed result dict."""
     import benchparse
     res = boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
-                    timeout=timeout, tag="bench-%s-%s%s" % (mode, tests,
-                                                           "-quick" if quick else ""))
+                    timeout=timeout, tag=bench_tag(tests, quick, mode))
     with open(res["log"], errors="replace") as f:
         text = f.read()
     try:
@@ -112,19 +127,20 @@ def smoke(config, quick_tests="a"):
     return parsed
 
 
-def table(test, base, series):
-    """Rows (n, fallback, base bulk, series bulk, series/base) for a test,
-    per-object costs in cycles; fallback from the base kernel."""
-    loop, bulk = PAIRS.get(test, ("fallback", "bulk"))
+def table(spec, base, series):
+    """Rows (key, fallback, base, series, series/base) of per-object costs;
+    the fallback (one-at-a-time loop) is the base kernel's."""
+    test, _, key, loop, bulk = spec
 
     def pick(parsed, variant):
-        return {r["n"]: r["per_obj"] for r in parsed["results"]
+        return {r[key]: r["per_obj"] for r in parsed["results"]
                 if r["test"] == test and r["variant"] == variant}
-    fb, bb, sb = pick(base, loop), pick(base, bulk), pick(series, bulk)
+    fb = pick(base, loop) if loop else {}
+    bb, sb = pick(base, bulk), pick(series, bulk)
     rows = []
-    for n in sorted(set(fb) | set(bb) | set(sb)):
-        ratio = sb[n] / bb[n] if n in sb and bb.get(n) else None
-        rows.append((n, fb.get(n), bb.get(n), sb.get(n), ratio))
+    for k in sorted(set(fb) | set(bb) | set(sb)):
+        ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
+        rows.append((k, fb.get(k), bb.get(k), sb.get(k), ratio))
     return rows
 
 
@@ -132,13 +148,13 @@ def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
 
-def markdown(alloc, test, rows):
-    out = ["### %s, test %s (instructions per object, exact mode)" % (
-        alloc.upper(), test), "",
-        "| N | fallback | base bulk | series bulk | series/base |",
-        "|---:|---:|---:|---:|---:|"]
-    for n, fb, bb, sb, r in rows:
-        out.append("| %d | %s | %s | %s | %s |" % (n, fmt(fb), fmt(bb), fmt(sb),
+def markdown(alloc, spec, rows):
+    test, title, key, loop, _ = spec
+    out = ["### %s test %s: %s" % (alloc.upper(), test, title), "",
+           "| %s | fallback | base | series | series/base |" % key,
+           "|---:|---:|---:|---:|---:|"]
+    for k, fb, bb, sb, r in rows:
+        out.append("| %d | %s | %s | %s | %s |" % (k, fmt(fb), fmt(bb), fmt(sb),
                                                    fmt(r, "%.2f")))
     return "\n".join(out) + "\n"
 
@@ -164,17 +180,107 @@ def plot(rows, path, title):
     os.remove(dat)
 
 
-def main(args):
-    start = time.time()
+def bench_tag(tests, quick, mode):
+    return "bench-%s-%s%s" % (mode, tests, "-quick" if quick else "")
+
+
+def runs(tests):
+    """(mode, test letters) boots: exact for a-e, smp for f."""
+    out = []
+    exact = "".join(t for t in tests if t != "f")
+    if exact:
+        out.append(("exact", exact))
+    if "f" in tests:
+        out.append(("smp", "f"))
+    return out
+
+
+def measure(allocs, tests, quick):
+    """Build base and series kernels and boot each with the module; the
+    console logs in build/logs/ are what report() reads."""
+    for alloc in allocs:
+        for tr in (BASE_TREE, "linux"):
+            kbuild.build(alloc, tr)
+            for mode, letters in runs(tests):
+                run_bench(alloc, tr, letters, quick, mode)
+
+
+def load_run(alloc, tr, letters, quick, mode):
+    import benchparse
+    log = log_path("boot-%s-%s-%s.log" % (tr, alloc, bench_tag(letters, quick, mode)))
+    if not os.path.exists(log):
+        raise StageError("report", "no benchmark log %s: run ./bulk bench with "
+                         "the same options first" % log)
+    with open(log, errors="replace") as f:
+        try:
+            parsed = benchparse.parse(f.read())
+        except ValueError as e:
+            raise StageError("report", "output does not parse: %s" % e, log)
+    parsed["log"] = os.path.relpath(log, REPO)
+    return parsed
+
+
+def report(allocs, tests, quick):
+    """results/bench-<allocs>[-quick].{md,json} and a PNG per allocator."""
+    os.makedirs(RESULTS, exist_ok=True)
+    name = "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
+    command = "./bulk bench --alloc %s --tests %s%s" % (
+        ",".join(allocs), tests, " --quick" if quick else "")
+    md = ["# Slab bulk benchmark: base vs series", "",
+          "Command: `%s`" % command, "",
+          "Kernels: *base* = Debian linux-source-6.1 (patches/BASE) plus the "
+          "benchmark patch alone; *series* = all of patches/. Configs: "
+          "configs/ (`./bulk config NAME`).", "",
+          "Tests a-e run in exact mode: QEMU TCG `-icount shift=0,sleep=off "
+          "-smp 1`, where the guest TSC counts retired instructions, so every "
+          "figure is **instructions per object** (empty-loop cost subtracted) "
+          "and repeats bit for bit. Test f runs in smp mode (`-smp 2`, no "
+          "icount): its figures are noise. fallback = the one-at-a-time loop on "
+          "the base kernel; series/base below 1 is better.", ""]
+    data = {"command": command, "allocators": {}}
+    for alloc in allocs:
+        entry = {}
+        for label, tr in (("base", BASE_TREE), ("series", "linux")):
+            for mode, letters in runs(tests):
+                entry["%s-%s" % (label, mode)] = load_run(alloc, tr, letters,
+                                                          quick, mode)
+        data["allocators"][alloc] = entry
+        for spec in SPECS:
+            if spec[0] not in tests:
+                continue
+            mode = "smp" if spec[0] == "f" else "exact"
+            rows = table(spec, entry["base-" + mode], entry["series-" + mode])
+            if not rows:
+                continue
+            md.append(markdown(alloc, spec, rows))
+            print(md[-1])
+            if spec[0] == "a" and spec[4] == "bulk":
+                plot(rows, os.path.join(RESULTS, "%s-%s-a.png" % (name, alloc)),
+                     "%s quick reuse: instructions per object vs bulk size N"
+                     % alloc.upper())
+    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+    info("report: results/%s.md, results/%s.json and the plots written" % (name, name))
+
+
+def check_args(args):
     allocs = [a for a in args.alloc.split(",") if a]
     bad = [a for a in allocs if a not in ALLOCATORS]
     if bad or not allocs:
         raise StageError("bench", "--alloc takes a comma list of %s; got '%s'"
                          % (",".join(ALLOCATORS), args.alloc))
     tests = args.tests.replace(",", "")
-    if not tests or any(t not in TESTS for t in tests):
+    if not tests or any(t not in TESTS for t in tests) or len(set(tests)) != len(tests):
         raise StageError("bench", "--tests takes letters among %s; got '%s'"
                          % (TESTS, args.tests))
+    return allocs, "".join(sorted(tests))
+
+
+def main(args):
+    start = time.time()
+    allocs, tests = check_args(args)
     import base
     import cli
     import tree
@@ -191,41 +297,13 @@ def main(args):
         info("bench: the benchmark module (%s) is not in the series yet; base "
              "and series kernels of %s build and boot" % (BENCH_FILE, ",".join(allocs)))
         return 0
-    exact = "".join(t for t in tests if t != "f")
-    os.makedirs(RESULTS, exist_ok=True)
-    name = "bench-%s%s" % ("-".join(allocs), "-quick" if args.quick else "")
-    md = ["# Slab bulk benchmark: base vs series", "",
-          "Command: `./bulk bench --alloc %s --tests %s%s`" % (
-              ",".join(allocs), tests, " --quick" if args.quick else ""), "",
-          "Exact mode: QEMU TCG, `-icount shift=0,sleep=off -smp 1`; the guest "
-          "TSC counts retired instructions, so each figure is instructions per "
-          "object (empty-loop cost subtracted). fallback = one-at-a-time loop on "
-          "the base kernel; series/base < 1 is better.", ""]
-    data = {"command": md[2], "allocators": {}}
-    for alloc in allocs:
-        kbuild.build(alloc, BASE_TREE)
-        kbuild.build(alloc, "linux")
-        entry = {}
-        for label, tr in (("base", BASE_TREE), ("series", "linux")):
-            if exact:
-                entry[label] = run_bench(alloc, tr, exact, args.quick)
-            if "f" in tests:
-                entry[label + "-smp"] = run_bench(alloc, tr, "f", args.quick, "smp")
-        data["allocators"][alloc] = {k: {kk: vv for kk, vv in v.items()}
-                                     for k, v in entry.items()}
-        for t in exact:
-            rows = table(t, entry["base"], entry["series"])
-            if not rows:
-                continue
-            md.append(markdown(alloc, t, rows))
-            print(md[-1])
-            if t == "a":
-                plot(rows, os.path.join(RESULTS, "%s-%s-a.png" % (name, alloc)),
-                     "%s quick reuse: per-object cost vs bulk size" % alloc.upper())
-    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-    info("bench: results/%s.md, .json and plots written in %dm%02ds" % (
-        (name,) + divmod(int(time.time() - start), 60)))
+    measure(allocs, tests, args.quick)
+    report(allocs, tests, args.quick)
+    info("bench: done in %dm%02ds" % divmod(int(time.time() - start), 60))
+    return 0
+
+
+def report_main(args):
+    allocs, tests = check_args(args)
+    report(allocs, tests, args.quick)
     return 0

@@ -70,7 +70,11 @@ def main(argv):
     p.add_argument("--only", default="", help="comma-separated step groups")
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     p.add_argument("--alloc", default="slub", help="slub,slab,slob")
-    p.add_argument("--tests", default="a,b,c,d,e")
+    p.add_argument("--tests", default="abcde")
+    p.add_argument("--quick", action="store_true")
+    p = sub.add_parser("report", help="re-render results/ from the last bench logs")
+    p.add_argument("--alloc", default="slub")
+    p.add_argument("--tests", default="abcde")
     p.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
 
@@ -119,6 +123,9 @@ def main(argv):
         if args.cmd == "bench":
             import bench
             return bench.main(args)
+        if args.cmd == "report":
+            import bench
+            return bench.report_main(args)
     except StageError as e:
         print("FAILED %s" % e, file=sys.stderr)
         return 1

@@ -4,7 +4,6 @@ A config name maps to a list of fragments.  The merged fragment is given to
 kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles the rest,
 and every requested line is checked against the resulting .config.
 """
-import hashlib
 import os
 import subprocess
 
@@ -87,36 +86,31 @@ def make_cmd(name, tree, *targets):
 
 
 def configure(name, tree="linux"):
-    """Write and verify build/o/<tree>-<name>/.config; skip when unchanged."""
+    """Write and verify build/o/<tree>-<name>/.config.
+
+    Runs every time (a few seconds): whether a fragment line can take effect
+    depends on the tree's Kconfig files as well, which move with the series.
+    kbuild rewrites include/generated/autoconf.h only when it changes, so an
+    unchanged result costs no rebuild."""
     text = fragment_text(name)
     out = out_dir(name, tree)
     os.makedirs(out, exist_ok=True)
     frag = os.path.join(out, "harness.fragment")
-    stamp = os.path.join(out, "harness.fragment.sha256")
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    dotconfig = os.path.join(out, ".config")
-    fresh = (os.path.exists(dotconfig) and os.path.exists(stamp)
-             and open(stamp).read().strip() == digest)
+    with open(frag, "w") as f:
+        f.write(text)
     log = log_path("config-%s-%s.log" % (tree, name))
-    if not fresh:
-        open(log, "w").close()
-        with open(frag, "w") as f:
-            f.write(text)
-        run(make_cmd(name, tree, "KCONFIG_ALLCONFIG=" + frag, "allnoconfig"),
-            "config", log=log, quiet=True)
-        run(make_cmd(name, tree, "olddefconfig"), "config", log=log, quiet=True)
-    with open(dotconfig) as f:
+    open(log, "w").close()
+    run(make_cmd(name, tree, "KCONFIG_ALLCONFIG=" + frag, "allnoconfig"),
+        "config", log=log, quiet=True)
+    run(make_cmd(name, tree, "olddefconfig"), "config", log=log, quiet=True)
+    with open(os.path.join(out, ".config")) as f:
         bad = mismatches(parse_config(text), parse_config(f.read()))
     # Symbols the series adds (its test and benchmark modules) do not exist
     # at earlier patches or on the base: those lines cannot take effect.
     bad = [b for b in bad if defined_in_tree(b.split(":")[0], tree)]
     if bad:
-        if os.path.exists(stamp):
-            os.remove(stamp)
         raise StageError("config", "%s: %d option(s) did not take effect:\n  %s"
                          % (name, len(bad), "\n  ".join(bad)), log)
-    with open(stamp, "w") as f:
-        f.write(digest + "\n")
     info("config: %s (%s) ok -> %s" % (name, " + ".join(CONFIG_SETS[name]),
                                       os.path.relpath(out, os.getcwd())))
     return out

@@ -174,14 +174,20 @@ class TestCommand(unittest.TestCase):
 class BenchReport(unittest.TestCase):
     def test_table_ratio_and_missing(self):
         def res(v, n, per):
-            return {"test": "a", "variant": v, "n": n, "per_obj": per}
+            return {"test": "a", "variant": v, "n": n, "size": 256, "per_obj": per}
         b = {"results": [res("fallback", 1, 200.0), res("bulk", 1, 100.0),
                          res("bulk", 8, 80.0)]}
         s = {"results": [res("bulk", 1, 50.0)]}
-        rows = bench.table("a", b, s)
+        spec = ("a", "quick reuse", "n", "fallback", "bulk")
+        rows = bench.table(spec, b, s)
         self.assertEqual(rows[0], (1, 200.0, 100.0, 50.0, 0.5))
         self.assertEqual(rows[1], (8, None, 80.0, None, None))
-        self.assertIn("| 8 | - | 80.0 | - | - |", bench.markdown("slub", "a", rows))
+        self.assertIn("| 8 | - | 80.0 | - | - |", bench.markdown("slub", spec, rows))
+
+    def test_specs_name_known_tests(self):
+        for spec in bench.SPECS:
+            self.assertIn(spec[0], bench.TESTS)
+            self.assertIn(spec[2], ("n", "size"))
 
 
 def git(cwd, *args, inp=None):
