@@ -171,7 +171,7 @@ def plot(rows, path, title):
     script = ("set terminal pngcairo size 900,540\nset output '%s'\n"
               "set title '%s'\nset logscale x 2\nset xlabel 'bulk size N'\n"
               "set ylabel 'instructions per object (alloc+free)'\nset grid\n"
-              "set key top left\n"
+              "set key top left\nset yrange [0:*]\n"
               "plot '%s' u 1:2 w lp t 'fallback (loop)', '' u 1:3 w lp t 'base bulk', "
               "'' u 1:4 w lp t 'series bulk'\n" % (path, title, dat))
     p = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)

@@ -115,7 +115,10 @@ def make_initramfs(out, modules, tag):
         f.write("\n".join(lines) + "\n")
     cpio = os.path.join(out, "harness-%s.cpio" % tag)
     with open(cpio, "wb") as f:
-        p = subprocess.run([gen, spec], stdout=f, stderr=subprocess.PIPE)
+        # A fixed timestamp: gen_init_cpio stamps directories with the
+        # current time, and a different archive is a different boot.
+        p = subprocess.run([gen, "-t", "946684800", spec], stdout=f,
+                           stderr=subprocess.PIPE)
     if p.returncode != 0:
         raise StageError("boot", "gen_init_cpio failed: %s" % p.stderr.decode())
     return cpio
