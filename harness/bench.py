@@ -265,6 +265,38 @@ def report(allocs, tests, quick):
     info("report: results/%s.md, results/%s.json and the plots written" % (name, name))
 
 
+def cover_summary(path=None):
+    """Plain-text tables for the cover letter, from the committed results
+    of the default run ('' when there are none)."""
+    path = path or os.path.join(RESULTS, "bench-slub.json")
+    if not os.path.exists(path):
+        return ""
+    with open(path) as f:
+        data = json.load(f)
+    out = ["Measured with the project harness: %s" % data["command"],
+           "(QEMU TCG -icount: instructions per object; fallback = the",
+           "one-at-a-time loop on the base kernel).", ""]
+    for alloc, entry in sorted(data["allocators"].items()):
+        if "base-exact" not in entry:
+            continue
+        for spec in SPECS:
+            if spec[0] not in ("a", "c", "d") or spec[3] is None:
+                continue
+            if spec[0] == "c" and not spec[3].startswith("worst"):
+                continue
+            rows = table(spec, entry["base-exact"], entry["series-exact"])
+            if not rows:
+                continue
+            out.append("%s test %s, %s:" % (alloc.upper(), spec[0], spec[1]))
+            out.append("  %6s %9s %9s %9s %12s" % (spec[2], "fallback", "base",
+                                                  "series", "series/base"))
+            for k, fb, bb, sb, r in rows:
+                out.append("  %6d %9s %9s %9s %12s" % (k, fmt(fb), fmt(bb), fmt(sb),
+                                                      fmt(r, "%.2f")))
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
 def check_args(args):
     allocs = [a for a in args.alloc.split(",") if a]
     bad = [a for a in allocs if a not in ALLOCATORS]

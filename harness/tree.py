@@ -161,6 +161,11 @@ def export():
                          "a blank line and the body)" % COVER_FILE)
     with open(COVER_FILE) as f:
         cover = f.read().strip() + "\n"
+    # The cover letter's tables come from the committed results/.
+    import bench
+    tables = bench.cover_summary()
+    if tables:
+        cover += "\n" + tables
     run(["git", "config", "branch.%s.description" % BRANCH, cover], "export",
         cwd=TREE, log=log)
     head_branch = subprocess.run(["git", "symbolic-ref", "-q", "--short", "HEAD"],
