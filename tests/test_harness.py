@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "harness"))
 import base  # noqa: E402
 import bench  # noqa: E402
 import boot  # noqa: E402
+import kbuild  # noqa: E402
 import kconfig  # noqa: E402
 import kunit  # noqa: E402
 import testcmd  # noqa: E402
@@ -92,6 +93,28 @@ class ConfigStage(unittest.TestCase):
         for name, alloc in kconfig.ALLOCATOR.items():
             c = kconfig.parse_config(kconfig.fragment_text(name))
             self.assertEqual(c.get("CONFIG_" + alloc.upper()), "y", name)
+
+
+class BuildStage(unittest.TestCase):
+    def test_first_compiler_error_is_found(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        log = os.path.join(d, "build.log")
+        with open(log, "w") as f:
+            f.write("  CC      mm/slab_common.o\n"
+                    "../mm/slub.c: In function 'kmem_cache_free_bulk':\n"
+                    "../mm/slub.c:3801:9: error: 'df' undeclared (first use in this function)\n"
+                    "../mm/slub.c:3802:9: error: expected ';' before 'if'\n"
+                    "make[3]: *** [scripts/Makefile.build:250: mm/slub.o] Error 1\n")
+        self.assertIn("3801:9: error: 'df' undeclared", kbuild.first_error(log))
+
+    def test_clean_log_has_no_error(self):
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        log = os.path.join(d, "build.log")
+        with open(log, "w") as f:
+            f.write("  CC      mm/slub.o\n  LD      vmlinux\n")
+        self.assertIsNone(kbuild.first_error(log))
 
 
 class BootStage(unittest.TestCase):
