@@ -14,7 +14,6 @@ import time
 
 import boot
 import kbuild
-import kconfig
 from common import (BUILD, REPO, RESULTS, TREE, StageError, info, log_path,
                     need_tools, run)
 

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from common import REPO, StageError
+from common import StageError
 
 APT_PACKAGES = [
     "qemu-system-x86", "linux-source-6.1", "build-essential", "flex", "bison",

@@ -96,11 +96,6 @@ def run(cmd, step, cwd=None, log=None, env=None, check=True, quiet=False,
     return rc
 
 
-def git(args, step="tree", cwd=None, check=True):
-    p = run(["git"] + args, step, cwd=cwd or TREE, check=check)
-    return p.stdout
-
-
 def read_kv(path):
     """Read a KEY=VALUE file (comments with #)."""
     out = {}

@@ -17,7 +17,6 @@ Ends with one line 'N passed, N failed, N skipped'.
 import contextlib
 import os
 import subprocess
-import sys
 import time
 import unittest
 

@@ -101,12 +101,12 @@ def refuse_unexported(force):
         warn("tree: --force: discarding: " + "; ".join(reasons))
 
 
-def create(force=False, upto=None):
+def create(force=False):
     """Reset build/linux to base and apply the series with git am."""
     import base
     st = base.create(force=force)
     refuse_unexported(force)
-    if upto is None and is_exported_series():
+    if is_exported_series():
         info("tree: build/linux already is base + the %d exported patch(es)"
              % len(patch_files()))
         return patch_files()
@@ -119,8 +119,6 @@ def create(force=False, upto=None):
     run(["git", "clean", "-q", "-fdx", "-e", "/build"], "tree", cwd=TREE,
         log=log, quiet=True)
     files = patch_files()
-    if upto is not None:
-        files = files[:upto]
     apply_series(TREE, files, log, st.get("drift"))
     info("tree: build/linux = base + %d patch(es) on branch '%s'" % (
         len(files), BRANCH))
