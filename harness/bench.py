@@ -97,19 +97,12 @@ def bench_append(tests, quick, extra=""):
 
 def run_bench(config, tree, tests, quick, mode="exact", timeout=1200):
     """Boot with the module; returns the parsed result dict."""
-    import benchparse
-    res = boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
-                    timeout=timeout, tag=bench_tag(tests, quick, mode))
-    with open(res["log"], errors="replace") as f:
-        text = f.read()
-    try:
-        parsed = benchparse.parse(text)
-    except ValueError as e:
-        raise StageError("bench", "output does not parse: %s" % e, res["log"])
+    boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
+              timeout=timeout, tag=bench_tag(tests, quick, mode))
+    parsed = load_run(config, tree, tests, quick, mode)
     if not parsed.get("done"):
         raise StageError("bench", "benchmark did not print its end marker",
-                         res["log"])
-    parsed["log"] = res["log"]
+                         os.path.join(REPO, parsed["log"]))
     return parsed
 
 
@@ -122,7 +115,7 @@ def smoke(config, quick_tests="a"):
                and t not in parsed.get("skipped", {})]
     if missing:
         raise StageError("bench", "no results for test(s) %s" % ",".join(missing),
-                         parsed["log"])
+                         os.path.join(REPO, parsed["log"]))
     return parsed
 
 
