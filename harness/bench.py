@@ -21,6 +21,8 @@ BENCH_MODULE = "slab_bulk_bench"
 BENCH_FILE = "lib/slab_bulk_bench.c"
 BASE_TREE = "linux-base"
 ALLOCATORS = ("slub", "slab", "slob")
+# Configs --alloc accepts: the allocators and slub's benchmark variants.
+BENCH_CONFIGS = ALLOCATORS + ("slub-kfence", "slub-stats")
 TESTS = "abcdef"
 # The tables: (test, title, key, loop variant, bulk variant).  key is the
 # R-line field the rows are keyed by; a None loop variant has no fallback.
@@ -291,10 +293,10 @@ def cover_summary(path=None):
 
 def check_args(args):
     allocs = [a for a in args.alloc.split(",") if a]
-    bad = [a for a in allocs if a not in ALLOCATORS]
+    bad = [a for a in allocs if a not in BENCH_CONFIGS]
     if bad or not allocs:
         raise StageError("bench", "--alloc takes a comma list of %s; got '%s'"
-                         % (",".join(ALLOCATORS), args.alloc))
+                         % (",".join(BENCH_CONFIGS), args.alloc))
     tests = args.tests.replace(",", "")
     if not tests or any(t not in TESTS for t in tests) or len(set(tests)) != len(tests):
         raise StageError("bench", "--tests takes letters among %s; got '%s'"

@@ -15,6 +15,9 @@ CONFIG_SETS = {
     "slob": ["common", "slob", "bench"],
     "slub-debug": ["common", "hardening", "slub", "debug", "slub-debug"],
     "slab-debug": ["common", "hardening", "slab", "debug", "slab-debug"],
+    # Benchmark variants of slub: what KFENCE costs, and the event counters.
+    "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
+    "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
 }
 ALLOCATOR = {name: name.split("-")[0] for name in CONFIG_SETS}
 MAKE_VARS = ["ARCH=x86_64", "CC=ccache gcc", "HOSTCC=ccache gcc",
