@@ -138,6 +138,30 @@ def table(spec, base, series):
     return rows
 
 
+# SLUB_STATS tables: (title, counters summed) per 1000 objects.
+STAT_SPECS = [
+    ("slowpath events (alloc_slowpath + free_slowpath)",
+     ("alloc_slowpath", "free_slowpath")),
+    ("slabs from and to the page allocator (alloc_slab + free_slab)",
+     ("alloc_slab", "free_slab")),
+]
+
+
+def stats_table(test, events, base, series):
+    """Rows (n, fallback, base, series, series/base) of events per 1000
+    objects from S lines; the fallback is the base kernel's loop."""
+    def pick(parsed, variant):
+        return {r["n"]: 1000.0 * sum(r.get(e, 0) for e in events) / r["objs"]
+                for r in parsed.get("stats", [])
+                if r["test"] == test and r["variant"] == variant}
+    fb, bb, sb = pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk")
+    rows = []
+    for k in sorted(set(fb) | set(bb) | set(sb)):
+        ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
+        rows.append((k, fb.get(k), bb.get(k), sb.get(k), ratio))
+    return rows
+
+
 def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
@@ -248,6 +272,15 @@ def report(allocs, tests, quick):
                 continue
             md.append(markdown(alloc, spec, rows))
             print(md[-1])
+            if spec[4] == "bulk":
+                for title, events in STAT_SPECS:
+                    srows = stats_table(spec[0], events, entry["base-" + mode],
+                                        entry["series-" + mode])
+                    if srows:
+                        md.append(markdown(alloc, (spec[0], title + " per 1000 "
+                                                   "objects, SLUB_STATS", "n",
+                                                   None, None), srows))
+                        print(md[-1])
             if spec[0] == "a" and spec[4] == "bulk":
                 plot(rows, os.path.join(RESULTS, "%s-%s-a.png" % (name, alloc)),
                      "%s quick reuse: instructions per object vs bulk size N"
@@ -262,7 +295,11 @@ def report(allocs, tests, quick):
 def cover_summary(path=None):
     """Plain-text tables for the cover letter, from the committed results
     of the default run ('' when there are none)."""
-    path = path or os.path.join(RESULTS, "bench-slub.json")
+    if path is None:
+        # The all-allocator run when there is one, else SLUB's default run.
+        path = os.path.join(RESULTS, "bench-slub-slab-slob.json")
+        if not os.path.exists(path):
+            path = os.path.join(RESULTS, "bench-slub.json")
     if not os.path.exists(path):
         return ""
     with open(path) as f:

@@ -6,6 +6,8 @@ measurement:
     slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=100000 cycles=1234567 empty=12345
 
 plus "slab_bulk_bench: allocator=SLUB tsc_khz=2000000" at the start,
+"slab_bulk_bench: S test=a variant=bulk n=8 objs=100000 alloc_slowpath=12 ..."
+(SLUB event counter deltas, kernels with CONFIG_SLUB_STATS only),
 "slab_bulk_bench: test X skipped: <reason>" (or the older "test X skipped:
 <reason>" form) for skipped tests and "slab_bulk_bench: done" at the end.
 Lines may carry a printk timestamp ("[    1.234567] ") and may be
@@ -64,22 +66,50 @@ def parse_r_line(body, lineno=None):
     return rec
 
 
+def parse_s_line(body, lineno=None):
+    """An S line: test, variant and integer counters (n, objs, events)."""
+    rec = {}
+    for tok in body.split():
+        m = _KV.match(tok)
+        if not m:
+            raise ValueError("line %s: bad field %r in S line" % (lineno, tok))
+        k, v = m.groups()
+        if k in ("test", "variant"):
+            rec[k] = v
+        else:
+            try:
+                rec[k] = int(v)
+            except ValueError:
+                raise ValueError("line %s: %s=%r is not a number in S line"
+                                 % (lineno, k, v)) from None
+    for k in ("test", "variant", "n", "objs"):
+        if k not in rec:
+            raise ValueError("line %s: S line without %s" % (lineno, k))
+    if rec["objs"] == 0:
+        raise ValueError("line %s: objs=0 in S line" % lineno)
+    return rec
+
+
 def parse(text):
     """Parse a console log; see the module docstring for the line formats.
 
     Returns {"allocator": str or None, "tsc_khz": int or None, "done": bool,
-    "skipped": {test: reason}, "results": [record, ...]} where each record
+    "skipped": {test: reason}, "results": [record, ...], "stats": [S record,
+    ...]} where each record
     has test, variant, n, size, objs, cycles, empty and per_obj (float,
     (cycles - empty) / objs).  Raises ValueError on a malformed R line.
     """
     out = {"allocator": None, "tsc_khz": None, "done": False,
-           "skipped": {}, "results": []}
+           "skipped": {}, "results": [], "stats": []}
     for lineno, line in enumerate(text.splitlines(), 1):
         body = _strip(line)
         if body is None:
             continue
         if body == "R" or body.startswith("R "):
             out["results"].append(parse_r_line(body[2:], lineno))
+            continue
+        if body.startswith("S "):
+            out["stats"].append(parse_s_line(body[2:], lineno))
             continue
         m = _ALLOC.match(body)
         if m:

@@ -37,11 +37,11 @@ KUNIT_RUNS = [
     ("slub", "exact", ""),
     ("slub", "exact", "slub_debug=FZPU init_on_free=1"),
     ("slub", "smp", ""),
-    ("slub-debug", "exact", ""),
+    ("slub-debug", "exact", "harness.cgroup=kunit"),
     ("slab", "exact", ""),
     ("slab", "exact", "init_on_alloc=1 init_on_free=1"),
     ("slab", "smp", ""),
-    ("slab-debug", "exact", ""),
+    ("slab-debug", "exact", "harness.cgroup=kunit"),
     ("slob", "exact", ""),
     ("slob", "smp", ""),
 ]

@@ -7,6 +7,10 @@
  *                            every "<mod>.<param>=<value>" from the command
  *                            line as module parameters
  *   harness.unload=1         remove the modules again (in reverse order)
+ *   harness.cgroup=NAME      move this process into the cgroup v2 group NAME,
+ *                            memory controller on, before loading: what the
+ *                            modules charge from this task goes to a non-root
+ *                            memcg
  *   harness.write=path:value (may repeat) write value to path before loading,
  *                            e.g. debugfs knobs
  * then prints "harness: status=N" and ends QEMU through isa-debug-exit
@@ -22,6 +26,7 @@
 #include <sys/io.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -121,6 +126,42 @@ static void module_params(const char *mod, char *buf, size_t len)
 	}
 }
 
+static int write_file(const char *path, const char *value)
+{
+	int fd = open(path, O_WRONLY), ret = 0;
+
+	if (fd < 0 || write(fd, value, strlen(value)) < 0) {
+		say("write %s failed: %s (%d)", path, strerror(errno), errno);
+		ret = 1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static int join_cgroup(const char *name)
+{
+	char path[256], pid[16];
+
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL) != 0) {
+		say("mount cgroup2 failed: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	if (write_file("/sys/fs/cgroup/cgroup.subtree_control", "+memory"))
+		return 1;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s", name);
+	if (mkdir(path, 0755) != 0) {
+		say("mkdir %s failed: %s (%d)", path, strerror(errno), errno);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", name);
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (write_file(path, pid))
+		return 1;
+	say("joined cgroup %s", name);
+	return 0;
+}
+
 static int write_knobs(void)
 {
 	const char *from = NULL;
@@ -129,7 +170,6 @@ static int write_knobs(void)
 
 	while (param("harness.write", spec, sizeof(spec), &from)) {
 		char *colon = strchr(spec, ':');
-		int fd;
 
 		if (!colon) {
 			say("bad harness.write '%s'", spec);
@@ -137,22 +177,17 @@ static int write_knobs(void)
 			continue;
 		}
 		*colon = '\0';
-		fd = open(spec, O_WRONLY);
-		if (fd < 0 || write(fd, colon + 1, strlen(colon + 1)) < 0) {
-			say("write %s failed: %s (%d)", spec, strerror(errno), errno);
+		if (write_file(spec, colon + 1))
 			bad = 1;
-		} else {
+		else
 			say("wrote %s = %s", spec, colon + 1);
-		}
-		if (fd >= 0)
-			close(fd);
 	}
 	return bad;
 }
 
 int main(void)
 {
-	char list[512], unload[8], path[256], params[2048];
+	char list[512], unload[8], path[256], params[2048], group[64];
 	char *mods[MAX_MODS];
 	int nmods = 0, status = 0, i;
 
@@ -164,6 +199,9 @@ int main(void)
 	read_cmdline();
 	say("start (cmdline: %s)", cmdline);
 
+	if (param("harness.cgroup", group, sizeof(group), NULL) &&
+	    join_cgroup(group))
+		status = 1;
 	if (write_knobs())
 		status = 1;
 

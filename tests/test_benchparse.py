@@ -98,6 +98,37 @@ class ParseTest(unittest.TestCase):
         res = benchparse.parse(text)
         self.assertEqual(res["results"], [])
 
+    def test_stats_line(self):
+        text = ("[ 1.0] slab_bulk_bench: S test=a variant=bulk n=8 objs=1000 "
+                "alloc_slowpath=12 free_slab=3\n")
+        res = benchparse.parse(text)
+        self.assertEqual(res["stats"], [{"test": "a", "variant": "bulk", "n": 8,
+                                         "objs": 1000, "alloc_slowpath": 12,
+                                         "free_slab": 3}])
+        self.assertEqual(res["results"], [])
+
+    def test_stats_line_errors(self):
+        for body, msg in (("test=a variant=bulk n=8 objs=0", "objs=0"),
+                          ("test=a variant=bulk objs=5", "without n"),
+                          ("test=a variant=bulk n=8 objs=5 free_slab=x",
+                           "not a number")):
+            with self.assertRaisesRegex(ValueError, msg):
+                benchparse.parse("slab_bulk_bench: S " + body + "\n")
+
+    def test_stats_table_per_1000(self):
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "harness"))
+        import bench
+        base = {"stats": [
+            {"test": "a", "variant": "fallback", "n": 8, "objs": 2000,
+             "alloc_slowpath": 10, "free_slowpath": 10},
+            {"test": "a", "variant": "bulk", "n": 8, "objs": 2000,
+             "alloc_slowpath": 4, "free_slowpath": 4}]}
+        series = {"stats": [{"test": "a", "variant": "bulk", "n": 8, "objs": 2000,
+                             "alloc_slowpath": 2}]}
+        rows = bench.stats_table("a", ("alloc_slowpath", "free_slowpath"),
+                                 base, series)
+        self.assertEqual(rows, [(8, 10.0, 4.0, 1.0, 0.25)])
+
 
 if __name__ == "__main__":
     unittest.main()

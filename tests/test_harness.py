@@ -1,5 +1,6 @@
 """Unit tests of the harness's own logic (no kernel build needed)."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -192,6 +193,31 @@ class TestCommand(unittest.TestCase):
         self.assertTrue(testcmd.needs_build("slab", ["mm/slab.c"]))
         self.assertTrue(testcmd.needs_build("slob", ["mm/slab_common.c"]))
         self.assertFalse(testcmd.needs_build("slob", ["mm/slab.c"]))
+
+    def test_debug_kunit_runs_load_from_a_memcg(self):
+        # The contract suite's memcg case skips unless the init that loads
+        # it sits in a non-root memcg.
+        for config in ("slub-debug", "slab-debug"):
+            appends = [a for c, _, a in testcmd.KUNIT_RUNS if c == config]
+            self.assertTrue(appends, config)
+            for append in appends:
+                self.assertIn("harness.cgroup=", append, config)
+
+
+class InitProgram(unittest.TestCase):
+    def test_every_option_read_is_documented(self):
+        with open(boot.INIT_SRC) as f:
+            src = f.read()
+        header = src.split("*/", 1)[0]
+        read = set(re.findall(r'param\("(harness\.\w+)"', src))
+        self.assertIn("harness.cgroup", read)
+        for opt in read:
+            self.assertIn(opt + "=", header, opt)
+
+    def test_joins_cgroup_before_loading(self):
+        with open(boot.INIT_SRC) as f:
+            main = f.read().split("int main(void)", 1)[1]
+        self.assertLess(main.index("join_cgroup("), main.index("SYS_finit_module"))
 
 
 class BenchReport(unittest.TestCase):
