@@ -130,7 +130,11 @@ def table(spec, base, series):
         return {r[key]: r["per_obj"] for r in parsed["results"]
                 if r["test"] == test and r["variant"] == variant}
     fb = pick(base, loop) if loop else {}
-    bb, sb = pick(base, bulk), pick(series, bulk)
+    return rows_of(fb, pick(base, bulk), pick(series, bulk))
+
+
+def rows_of(fb, bb, sb):
+    """Rows (key, fallback, base, series, series/base) from three dicts."""
     rows = []
     for k in sorted(set(fb) | set(bb) | set(sb)):
         ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
@@ -154,12 +158,7 @@ def stats_table(test, events, base, series):
         return {r["n"]: 1000.0 * sum(r.get(e, 0) for e in events) / r["objs"]
                 for r in parsed.get("stats", [])
                 if r["test"] == test and r["variant"] == variant}
-    fb, bb, sb = pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk")
-    rows = []
-    for k in sorted(set(fb) | set(bb) | set(sb)):
-        ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
-        rows.append((k, fb.get(k), bb.get(k), sb.get(k), ratio))
-    return rows
+    return rows_of(pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk"))
 
 
 def fmt(v, spec="%.1f"):
