@@ -158,6 +158,14 @@ class BootStage(unittest.TestCase):
         self.assertTrue(cmd[cmd.index("-cpu") + 1].startswith("max"))
         self.assertIn("-no-reboot", cmd)
 
+    def test_guest_rng_is_seeded_and_trusted(self):
+        # Exact runs repeat only if RDRAND is seeded; slab tests measure
+        # the allocator only if the CRNG is ready (trust_cpu).
+        cmd = boot.qemu_cmd("bz", "rd", "exact", "console=ttyS0")
+        self.assertEqual(cmd[cmd.index("-seed") + 1], boot.QEMU_SEED)
+        self.assertNotIn("-rdrand", cmd[cmd.index("-cpu") + 1])
+        self.assertIn("random.trust_cpu=on", boot.RNG_CMDLINE)
+
     def test_missing_module_is_named(self):
         d = tempfile.mkdtemp()
         self.addCleanup(shutil.rmtree, d)
