@@ -135,6 +135,12 @@ QEMU_SEED = "1"
 RNG_CMDLINE = "random.trust_cpu=on"
 
 
+def kernel_cmdline(load=(), append=""):
+    """The guest kernel's command line: console, RNG, modules to load."""
+    return ("console=ttyS0 panic=-1 nokaslr %s harness.load=%s %s" % (
+        RNG_CMDLINE, ",".join(load), append)).strip()
+
+
 def qemu_cmd(kernel, initrd, mode, cmdline, mem="1G"):
     return (["qemu-system-x86_64", "-cpu", "max", "-seed", QEMU_SEED, "-m", mem,
              "-display", "none", "-serial", "stdio", "-monitor", "none",
@@ -157,10 +163,9 @@ def boot(config, tree="linux", mode="exact", load=(), append="", timeout=600,
                          % (kernel, config, tree))
     tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
     cpio = make_initramfs(out, list(load), tag)
-    cmdline = "console=ttyS0 panic=-1 nokaslr %s harness.load=%s %s" % (
-        RNG_CMDLINE, ",".join(load), append)
+    cmdline = kernel_cmdline(load, append)
     log = log_path("boot-%s-%s-%s.log" % (tree, config, tag))
-    cmd = qemu_cmd(kernel, cpio, mode, cmdline.strip())
+    cmd = qemu_cmd(kernel, cpio, mode, cmdline)
     info("boot %s-%s %s: %s" % (tree, config, tag, os.path.relpath(log, os.getcwd())))
     start = time.time()
     with open(log, "w") as f:

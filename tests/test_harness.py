@@ -164,7 +164,10 @@ class BootStage(unittest.TestCase):
         cmd = boot.qemu_cmd("bz", "rd", "exact", "console=ttyS0")
         self.assertEqual(cmd[cmd.index("-seed") + 1], boot.QEMU_SEED)
         self.assertNotIn("-rdrand", cmd[cmd.index("-cpu") + 1])
-        self.assertIn("random.trust_cpu=on", boot.RNG_CMDLINE)
+        line = boot.kernel_cmdline(["slab_bulk_bench"], "x.y=1").split()
+        self.assertIn("random.trust_cpu=on", line)
+        self.assertIn("harness.load=slab_bulk_bench", line)
+        self.assertEqual(line[-1], "x.y=1")
 
     def test_missing_module_is_named(self):
         d = tempfile.mkdtemp()
