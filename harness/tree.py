@@ -142,6 +142,11 @@ def apply_series(tree_dir, files, log, drift=None):
                              log)
 
 
+# Hash length of the exported patches' "index" lines (the kernel's own
+# core.abbrev, Documentation/process/submitting-patches.rst).
+EXPORT_ABBREV = 12
+
+
 def export():
     """Write base..HEAD back to patches/ (format-patch --cover-letter)."""
     log = log_path("export.log")
@@ -174,9 +179,13 @@ def export():
     old = glob.glob(os.path.join(PATCHES, "*.patch"))
     tmp = PATCHES + ".new"
     run(["rm", "-rf", tmp], "export")
+    # --abbrev: the "index" lines' hash length would otherwise follow the
+    # object count of the local repository (core.abbrev=auto), and the same
+    # series would export differently on another machine.
     run(["git", "format-patch", "-q", "--cover-letter",
          "--cover-from-description=subject", "--base=base", "--zero-commit",
-         "--no-signature", "-o", tmp, "base..HEAD"],
+         "--no-signature", "--abbrev=%d" % EXPORT_ABBREV, "-o", tmp,
+         "base..HEAD"],
         "export", cwd=TREE, log=log, env={"GIT_COMMITTER_DATE": COVER_DATE})
     for f in old:
         os.remove(f)

@@ -326,6 +326,13 @@ class TreeStage(unittest.TestCase):
         self.assertEqual(snap, again)
         cover = [v for k, v in snap.items() if k.startswith("0000-")][0]
         self.assertIn("Subject: [PATCH 0/2] mm/slab: test series", cover)
+        # Blob hashes have a fixed length, whatever the repository's size.
+        index = [line for v in snap.values() for line in v.splitlines()
+                 if line.startswith("index ")]
+        self.assertTrue(index)
+        for line in index:
+            self.assertRegex(line, r"^index [0-9a-f]{%d}\.\.[0-9a-f]{%d} "
+                             % ((tree.EXPORT_ABBREV,) * 2))
         self.assertIn("base-commit:", cover)
 
     def test_patch_that_does_not_apply_is_named(self):
