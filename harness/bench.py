@@ -1,8 +1,10 @@
 """The main command (./bulk bench): benchmark base vs series.
 
 Per allocator it builds
-  base:   pristine 6.1 + the benchmark patch alone   (build/linux-base)
+  base:   pristine 6.1 + the benchmark patch, with the benchmark module
+          as the series has it                       (build/linux-base)
   series: all patches                                (build/linux)
+so both columns come from the same module source.
 boots each in exact mode (icount: the TSC counts instructions) with the
 benchmark module, parses its 'R' lines (harness/benchparse.py) and writes
 results/<name>.md, results/<name>.json and results/<name>-a.png.
@@ -24,6 +26,9 @@ ALLOCATORS = ("slub", "slab", "slob")
 # Configs --alloc accepts: the allocators and slub's benchmark variants.
 BENCH_CONFIGS = ALLOCATORS + ("slub-kfence", "slub-stats")
 TESTS = "abcdef"
+# Test f runs in smp mode, where timings are noise: it is booted this many
+# times per kernel and reported as the spread of the runs.
+SMP_RUNS = 3
 # The tables: (test, title, key, loop variant, bulk variant).  key is the
 # R-line field the rows are keyed by; a None loop variant has no fallback.
 SPECS = [
@@ -58,8 +63,16 @@ def bench_patch():
     return None
 
 
+def _git_out(args, cwd):
+    return subprocess.run(["git"] + args, cwd=cwd, capture_output=True,
+                          text=True, errors="replace").stdout
+
+
 def make_base_tree():
-    """build/linux-base = base + the benchmark patch, as a git worktree."""
+    """build/linux-base = base + the benchmark patch, as a git worktree, plus
+    one commit that brings the module to its source in the series (build/
+    linux HEAD) when a later patch changed it: base and series are measured
+    with the same module."""
     patch = bench_patch()
     path = os.path.join(BUILD, BASE_TREE)
     log = log_path("tree-base.log")
@@ -75,18 +88,35 @@ def make_base_tree():
     import tree as tr
     with open(patch, errors="replace") as f:
         want = tr.patch_id(f.read())
-    head = subprocess.run(["git", "show", "HEAD"], cwd=path, capture_output=True,
-                          text=True, errors="replace").stdout
-    parent = subprocess.run(["git", "rev-parse", "HEAD^", "base"], cwd=path,
-                            capture_output=True, text=True).stdout.split()
-    if tr.patch_id(head) == want and len(parent) == 2 and parent[0] == parent[1]:
-        return path
+    module = _git_out(["show", "HEAD:" + BENCH_FILE], TREE)
+    if not module:
+        raise StageError("bench", "%s is not in build/linux HEAD although %s "
+                         "adds it" % (BENCH_FILE, os.path.basename(patch)), log)
+    # HEAD is the benchmark patch on base, or the module commit on top of it.
+    commits = _git_out(["rev-list", "base..HEAD"], path).split()
+    if commits and len(commits) <= 2:
+        first = commits[-1]
+        if (tr.patch_id(_git_out(["show", first], path)) == want
+                and _git_out(["rev-parse", first + "^"], path) ==
+                _git_out(["rev-parse", "base"], path)
+                and _git_out(["show", "HEAD:" + BENCH_FILE], path) == module
+                and (len(commits) == 1 or
+                     _git_out(["diff", "--name-only", first, "HEAD"], path).split()
+                     == [BENCH_FILE])):
+            return path
     run(["git", "checkout", "-q", "-f", "--detach", "base"], "bench", cwd=path, log=log)
     rc = run(["git", "am", "-q", patch], "bench", cwd=path, log=log, check=False)
     if rc != 0:
         run(["git", "am", "--abort"], "bench", cwd=path, log=log, check=False)
         raise StageError("bench", "%s does not apply alone on base"
                          % os.path.basename(patch), log)
+    if _git_out(["show", "HEAD:" + BENCH_FILE], path) != module:
+        with open(os.path.join(path, BENCH_FILE), "w") as f:
+            f.write(module)
+        import base
+        run(["git", "commit", "-q", "-a", "-m",
+             "%s as in the series (build/linux HEAD)" % BENCH_FILE],
+            "bench", cwd=path, log=log, env=base.BASE_ENV)
     return path
 
 
@@ -97,11 +127,12 @@ def bench_append(tests, quick, extra=""):
     return (s + " " + extra).strip()
 
 
-def run_bench(config, tree, tests, quick, mode="exact", timeout=1200):
-    """Boot with the module; returns the parsed result dict."""
+def run_bench(config, tree, tests, quick, mode="exact", timeout=1200, run=None):
+    """Boot with the module; returns the parsed result dict. @run numbers
+    the repeated boots of smp mode (their logs are kept apart)."""
     boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
-              timeout=timeout, tag=bench_tag(tests, quick, mode))
-    parsed = load_run(config, tree, tests, quick, mode)
+              timeout=timeout, tag=bench_tag(tests, quick, mode, run))
+    parsed = load_run(config, tree, tests, quick, mode, run)
     if not parsed.get("done"):
         raise StageError("bench", "benchmark did not print its end marker",
                          os.path.join(REPO, parsed["log"]))
@@ -165,6 +196,42 @@ def fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
 
+def spread_table(spec, base_runs, series_runs):
+    """Rows (key, base values, series values, ratio of the medians) of a
+    test measured in several runs per kernel (smp mode)."""
+    import statistics
+    test, _, key, _, bulk = spec
+
+    def pick(runs):
+        out = {}
+        for parsed in runs:
+            for r in parsed["results"]:
+                if r["test"] == test and r["variant"] == bulk:
+                    out.setdefault(r[key], []).append(r["per_obj"])
+        return out
+    b, s = pick(base_runs), pick(series_runs)
+    rows = []
+    for k in sorted(set(b) | set(s)):
+        bv, sv = b.get(k, []), s.get(k, [])
+        ratio = (statistics.median(sv) / statistics.median(bv)
+                 if bv and sv and statistics.median(bv) else None)
+        rows.append((k, bv, sv, ratio))
+    return rows
+
+
+def markdown_spread(alloc, spec, rows):
+    test, title, key, _, _ = spec
+    out = ["### %s test %s: %s (smp mode, one value per run)" % (
+        alloc.upper(), test, title), "",
+        "| %s | base runs | series runs | median series/base |" % key,
+        "|---:|---:|---:|---:|"]
+    for k, bv, sv, r in rows:
+        out.append("| %d | %s | %s | %s |" % (
+            k, " / ".join("%.0f" % v for v in bv) or "-",
+            " / ".join("%.0f" % v for v in sv) or "-", fmt(r, "%.2f")))
+    return "\n".join(out) + "\n"
+
+
 def markdown(alloc, spec, rows):
     test, title, key, loop, _ = spec
     out = ["### %s test %s: %s" % (alloc.upper(), test, title), "",
@@ -197,8 +264,14 @@ def plot(rows, path, title):
     os.remove(dat)
 
 
-def bench_tag(tests, quick, mode):
-    return "bench-%s-%s%s" % (mode, tests, "-quick" if quick else "")
+def bench_tag(tests, quick, mode, run=None):
+    return "bench-%s-%s%s%s" % (mode, tests, "-quick" if quick else "",
+                                "-run%d" % run if run else "")
+
+
+def mode_runs(mode):
+    """The run numbers of a mode's boots: None (one boot) in exact mode."""
+    return list(range(1, SMP_RUNS + 1)) if mode == "smp" else [None]
 
 
 def runs(tests):
@@ -219,12 +292,14 @@ def measure(allocs, tests, quick):
         for tr in (BASE_TREE, "linux"):
             kbuild.build(alloc, tr)
             for mode, letters in runs(tests):
-                run_bench(alloc, tr, letters, quick, mode)
+                for r in mode_runs(mode):
+                    run_bench(alloc, tr, letters, quick, mode, run=r)
 
 
-def load_run(alloc, tr, letters, quick, mode):
+def load_run(alloc, tr, letters, quick, mode, run=None):
     import benchparse
-    log = log_path("boot-%s-%s-%s.log" % (tr, alloc, bench_tag(letters, quick, mode)))
+    log = log_path("boot-%s-%s-%s.log" % (tr, alloc, bench_tag(letters, quick,
+                                                                mode, run)))
     if not os.path.exists(log):
         raise StageError("report", "no benchmark log %s: run ./bulk bench with "
                          "the same options first" % log)
@@ -246,26 +321,39 @@ def report(allocs, tests, quick):
     md = ["# Slab bulk benchmark: base vs series", "",
           "Command: `%s`" % command, "",
           "Kernels: *base* = Debian linux-source-6.1 (patches/BASE) plus the "
-          "benchmark patch alone; *series* = all of patches/. Configs: "
+          "benchmark patch, with the module as the series has it; *series* = "
+          "all of patches/. Configs: "
           "configs/ (`./bulk config NAME`).", "",
           "Tests a-e run in exact mode: QEMU TCG `-icount shift=0,sleep=off "
           "-smp 1`, where the guest TSC counts retired instructions, so every "
           "figure is **instructions per object** (empty-loop cost subtracted) "
           "and repeats bit for bit. Test f runs in smp mode (`-smp 2`, no "
-          "icount): its figures are noise. fallback = the one-at-a-time loop on "
-          "the base kernel; series/base below 1 is better.", ""]
+          "icount), %d boots per kernel: its figures are noise, so each row "
+          "shows every run. fallback = the one-at-a-time loop on the base "
+          "kernel; series/base below 1 is better." % SMP_RUNS, ""]
     data = {"command": command, "allocators": {}}
     for alloc in allocs:
         entry = {}
         for label, tr in (("base", BASE_TREE), ("series", "linux")):
             for mode, letters in runs(tests):
-                entry["%s-%s" % (label, mode)] = load_run(alloc, tr, letters,
-                                                          quick, mode)
+                parsed = [load_run(alloc, tr, letters, quick, mode, r)
+                          for r in mode_runs(mode)]
+                if mode == "smp":
+                    entry["%s-%s-runs" % (label, mode)] = parsed
+                else:
+                    entry["%s-%s" % (label, mode)] = parsed[0]
         data["allocators"][alloc] = entry
         for spec in SPECS:
             if spec[0] not in tests:
                 continue
-            mode = "smp" if spec[0] == "f" else "exact"
+            if spec[0] == "f":
+                rows = spread_table(spec, entry["base-smp-runs"],
+                                    entry["series-smp-runs"])
+                if rows:
+                    md.append(markdown_spread(alloc, spec, rows))
+                    print(md[-1])
+                continue
+            mode = "exact"
             rows = table(spec, entry["base-" + mode], entry["series-" + mode])
             if not rows:
                 continue

@@ -244,6 +244,22 @@ class BenchReport(unittest.TestCase):
         self.assertEqual(rows[1], (8, None, 80.0, None, None))
         self.assertIn("| 8 | - | 80.0 | - | - |", bench.markdown("slub", spec, rows))
 
+    def test_smp_runs_are_reported_as_a_spread(self):
+        def run(*vals):
+            return {"results": [{"test": "f", "variant": "conc_alloc", "size": 8,
+                                 "per_obj": v} for v in vals]}
+        spec = ("f", "concurrent N*alloc", "size", None, "conc_alloc")
+        rows = bench.spread_table(spec, [run(100.0), run(300.0), run(200.0)],
+                                  [run(90.0), run(110.0), run(100.0)])
+        self.assertEqual(rows, [(8, [100.0, 300.0, 200.0], [90.0, 110.0, 100.0],
+                                 0.5)])
+        self.assertIn("| 8 | 100 / 300 / 200 | 90 / 110 / 100 | 0.50 |",
+                      bench.markdown_spread("slub", spec, rows))
+        self.assertEqual(bench.mode_runs("smp"), list(range(1, bench.SMP_RUNS + 1)))
+        self.assertEqual(bench.mode_runs("exact"), [None])
+        self.assertNotEqual(bench.bench_tag("f", False, "smp", 1),
+                            bench.bench_tag("f", False, "smp", 2))
+
     def test_specs_name_known_tests(self):
         for spec in bench.SPECS:
             self.assertIn(spec[0], bench.TESTS)
@@ -350,6 +366,43 @@ class TreeStage(unittest.TestCase):
         self.assertIn("0002-mm-two.patch", str(e.exception))
         self.assertIn("drifted", str(e.exception))
         self.assertFalse(os.path.isdir(os.path.join(self.tree, ".git", "rebase-apply")))
+
+
+class BenchBaseTree(unittest.TestCase):
+    """build/linux-base: base + the benchmark patch + the series' module."""
+
+    setUp = TreeStage.setUp
+    write = TreeStage.write
+    commit = TreeStage.commit
+
+    def base_tree(self):
+        for name in ("TREE", "BUILD", "log_path"):
+            self.addCleanup(setattr, bench, name, getattr(bench, name))
+        bench.TREE, bench.BUILD = self.tree, self.d
+        bench.log_path = lambda name: os.path.join(self.d, name)
+        return bench.make_base_tree()
+
+    def test_base_measures_the_series_module(self):
+        self.write(bench.BENCH_FILE, "module v1\n")
+        git(self.tree, "add", "-A")
+        git(self.tree, "commit", "-q", "-s", "-m", "lib: add the benchmark")
+        self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: speed")
+        self.commit(bench.BENCH_FILE, "v1", "v2", "lib: benchmark fix")
+        tree.export()
+        path = self.base_tree()
+        with open(os.path.join(path, bench.BENCH_FILE)) as f:
+            self.assertEqual(f.read(), "module v2\n")
+        with open(os.path.join(path, "mm/slub.c")) as f:
+            self.assertIn("line 3\n", f.read())  # no series change but the module
+        head = git(path, "rev-parse", "HEAD")
+        self.assertEqual(self.base_tree(), path)
+        self.assertEqual(git(path, "rev-parse", "HEAD"), head)  # up to date: kept
+        # The series changes its module again: base follows.
+        self.commit(bench.BENCH_FILE, "v2", "v3", "lib: benchmark fix 2")
+        self.base_tree()
+        with open(os.path.join(path, bench.BENCH_FILE)) as f:
+            self.assertEqual(f.read(), "module v3\n")
+        self.assertEqual(len(git(path, "rev-list", "base..HEAD").split()), 2)
 
 
 class CommandLine(unittest.TestCase):
