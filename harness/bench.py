@@ -353,16 +353,15 @@ def report(allocs, tests, quick):
                     md.append(markdown_spread(alloc, spec, rows))
                     print(md[-1])
                 continue
-            mode = "exact"
-            rows = table(spec, entry["base-" + mode], entry["series-" + mode])
+            rows = table(spec, entry["base-exact"], entry["series-exact"])
             if not rows:
                 continue
             md.append(markdown(alloc, spec, rows))
             print(md[-1])
             if spec[4] == "bulk":
                 for title, events in STAT_SPECS:
-                    srows = stats_table(spec[0], events, entry["base-" + mode],
-                                        entry["series-" + mode])
+                    srows = stats_table(spec[0], events, entry["base-exact"],
+                                        entry["series-exact"])
                     if srows:
                         md.append(markdown(alloc, (spec[0], title + " per 1000 "
                                                    "objects, SLUB_STATS", "n",
