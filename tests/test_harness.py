@@ -215,6 +215,19 @@ class TestCommand(unittest.TestCase):
                 self.assertIn("harness.cgroup=", append, config)
 
 
+    def test_init_on_free_runs_unmasked(self):
+        # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
+        # poisoned caches opt out of init_on_free: each allocator needs a
+        # run with init_on_free=1 and neither.
+        for config in ("slub", "slab"):
+            unmasked = [a for c, _, a in testcmd.KUNIT_RUNS if c == config
+                        and "init_on_free=1" in a.split()
+                        and "init_on_alloc=1" not in a.split()
+                        and not any(w.startswith("slub_debug=") and "P" in w
+                                    for w in a.split())]
+            self.assertTrue(unmasked, config)
+
+
 class InitProgram(unittest.TestCase):
     def test_every_option_read_is_documented(self):
         with open(boot.INIT_SRC) as f:
