@@ -138,6 +138,23 @@ class BootStage(unittest.TestCase):
                "harness: status=0\n")
         self.assertEqual(boot.splats(log), [])
 
+    def test_announced_kasan_report_is_excused(self):
+        report = ("[    8.1] slab_bulk: expected KASAN report: double-free follows\n"
+                  "[    8.2] ==========\n"
+                  "[    8.3] BUG: KASAN: double-free in bulk_free_run_hooked+0xa4/0xd0\n"
+                  "[    8.4] ==========\n")
+        end = "[    8.5] slab_bulk: expected KASAN report: end\n"
+        self.assertEqual(boot.splats(report + end), [])
+        # Without its end line, or of another kind, or outside the
+        # announced stretch, a report is a splat.
+        self.assertEqual(len(boot.splats(report)), 1)
+        other = report.replace("BUG: KASAN: double-free", "BUG: KASAN: use-after-free")
+        self.assertEqual(len(boot.splats(other + end)), 1)
+        self.assertEqual(len(boot.splats(
+            report + end + "[    9.0] BUG: KASAN: double-free in foo\n")), 1)
+        warn = report + "[    8.4] WARNING: CPU: 0 PID: 1 at mm/slub.c:1 x\n" + end
+        self.assertEqual(len(boot.splats(warn)), 1)
+
     def test_exit_status(self):
         self.assertEqual(boot.exit_status(1), 0)
         self.assertEqual(boot.exit_status(3), 1)
@@ -214,6 +231,14 @@ class TestCommand(unittest.TestCase):
             for append in appends:
                 self.assertIn("harness.cgroup=", append, config)
 
+
+    def test_kasan_run_keeps_reporting_after_the_expected_report(self):
+        appends = [a for c, _, a in testcmd.KUNIT_RUNS if c == "slub-debug"]
+        self.assertTrue(appends)
+        for append in appends:
+            self.assertIn("kasan_multi_shot", append.split())
+        # The expected report turns lockdep off: the contract suite last.
+        self.assertEqual(kunit.KUNIT_MODULES[-1], "slab_bulk_kunit")
 
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
