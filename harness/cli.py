@@ -66,6 +66,8 @@ def main(argv):
     p.add_argument("--tree", default="linux")
     p.add_argument("--mode", choices=["exact", "smp"], default="exact")
     p.add_argument("--append", default="")
+    sub.add_parser("kunit-each", help="the contract suite at every patch "
+                   "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
     p = sub.add_parser("test", help="the test command (README); CI runs it")
     p.add_argument("--only", default="", help="comma-separated step groups")
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
@@ -117,6 +119,9 @@ def main(argv):
             import kunit
             r = kunit.run(args.config, args.tree, args.mode, args.append)
             return 0 if r["ok"] else 1
+        if args.cmd == "kunit-each":
+            import kunit
+            return 1 if kunit.each_patch() else 0
         if args.cmd == "test":
             import testcmd
             return testcmd.main(args)

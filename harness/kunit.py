@@ -10,7 +10,7 @@ import subprocess
 
 import boot
 import kconfig
-from common import StageError, info, log_path
+from common import REPO, RESULTS, StageError, info, log_path
 
 # Test modules, in load order.  Only those built in a config are loaded.
 # The contract suite goes last: the KASAN report that one of its cases must
@@ -93,3 +93,93 @@ def run(config, tree="linux", mode="exact", append="", modules=None):
             tree, config, mod, counts.get("PASS", 0), counts.get("SKIP", 0),
             len(counts.get("failed", []))))
     return summary
+
+
+# The runs of each_patch(): the contract suite on SLUB plain (exact and smp)
+# and on the debug config (KASAN, lockdep), as issue 5 asks of every patch.
+EACH_PATCH_RUNS = [("slub", "exact", ""), ("slub", "smp", ""),
+                   ("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot")]
+SUITE_SRC = os.path.join("lib", "slab_bulk_kunit.c")
+
+
+def each_patch_rows(commits, subjects, has_suite, run_one):
+    """Rows (commit, subject, run name, status, detail) for every commit;
+    run_one(commit, config, mode, append) returns a kunit.run() summary or
+    raises StageError.  A commit without the suite gets one SKIP row."""
+    rows = []
+    for c, subj in zip(commits, subjects):
+        if not has_suite(c):
+            rows.append((c, subj, "-", "SKIP", "no contract suite at this patch"))
+            continue
+        for config, mode, append in EACH_PATCH_RUNS:
+            name = "%s %s" % (config, mode)
+            try:
+                s = run_one(c, config, mode, append)
+            except StageError as e:
+                rows.append((c, subj, name, "FAIL", "; ".join(
+                    line.strip() for line in str(e).splitlines() if line.strip())))
+                continue
+            suite = s["suites"].get("slab_bulk_kunit", {})
+            detail = "%d passed, %d skipped, %d failed" % (
+                suite.get("PASS", 0), suite.get("SKIP", 0),
+                len(suite.get("failed", [])))
+            if not s["ok"]:
+                detail += "; " + "; ".join(s["problems"]) + "; log: " + \
+                    os.path.relpath(s["log"], REPO)
+            rows.append((c, subj, name, "PASS" if s["ok"] else "FAIL", detail))
+    return rows
+
+
+def each_patch_markdown(rows):
+    out = ["# Contract suite at every patch", "",
+           "`./bulk kunit-each`: for every commit of build/linux (base..series), "
+           "builds `slub` and `slub-debug` and runs the KUnit modules as `./bulk kunit` does; "
+           "the counts are the contract suite's (`slab_bulk_kunit`).", "",
+           "| # | patch | run | status | slab_bulk_kunit |", "|---:|---|---|---|---|"]
+    num = {}
+    for c, subj, name, status, detail in rows:
+        num.setdefault(c, len(num) + 1)
+        out.append("| %d | %s | %s | %s | %s |" % (num[c], subj.replace("|", "\\|"),
+                                                   name, status, detail))
+    return "\n".join(out) + "\n"
+
+
+def each_patch():
+    """./bulk kunit-each: the contract suite at every patch of the series.
+    Writes results/kunit-each-patch.md; returns the number of failed rows."""
+    import kbuild
+    import tree
+    tree.create()
+    commits = tree.tree_commits()
+    src = kconfig.tree_dir("linux")
+    subjects = [subprocess.run(["git", "log", "-1", "--format=%s", c], cwd=src,
+                               capture_output=True, text=True).stdout.strip()
+                for c in commits]
+
+    def has_suite(c):
+        return subprocess.run(["git", "cat-file", "-e", "%s:%s" % (c, SUITE_SRC)],
+                              cwd=src, capture_output=True).returncode == 0
+
+    built = {}
+
+    def run_one(c, config, mode, append):
+        if built.get(config) != c:
+            subprocess.run(["git", "checkout", "-q", "--detach", c], cwd=src,
+                           check=True)
+            kbuild.build(config, label="%s@%s" % (config, c[:12]))
+            built[config] = c
+        return run(config, "linux", mode, append)
+
+    try:
+        rows = each_patch_rows(commits, subjects, has_suite, run_one)
+    finally:
+        subprocess.run(["git", "checkout", "-q", "series"], cwd=src)
+    path = os.path.join(RESULTS, "kunit-each-patch.md")
+    with open(path, "w") as f:
+        f.write(each_patch_markdown(rows))
+    failed = [r for r in rows if r[3] == "FAIL"]
+    info("kunit-each: %d rows, %d failed; %s" % (len(rows), len(failed),
+                                                 os.path.relpath(path, REPO)))
+    for r in failed:
+        info("FAIL %s %s: %s" % (r[1], r[2], r[4]))
+    return len(failed)

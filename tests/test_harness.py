@@ -206,6 +206,27 @@ class KunitStage(unittest.TestCase):
         self.assertIn("B1", parts["b"])
         self.assertEqual(parts["c"], "")
 
+    def test_each_patch_rows_name_the_failing_patch_and_run(self):
+        def run_one(c, config, mode, append):
+            if c == "c3" and config == "slub-debug":
+                raise StageError("build", "slub-debug@c3: build failed")
+            failed = ["slab_bulk_x"] if (c, mode) == ("c2", "smp") else []
+            return {"ok": not failed, "log": os.path.join(kunit.REPO, "build", "l.log"),
+                    "problems": ["slab_bulk_kunit: failed: slab_bulk_x"] if failed else [],
+                    "suites": {"slab_bulk_kunit": {"PASS": 30, "SKIP": 2, "failed": failed}}}
+        rows = kunit.each_patch_rows(["c1", "c2", "c3"], ["one", "two", "three"],
+                                     lambda c: c != "c1", run_one)
+        self.assertEqual(rows[0][3], "SKIP")
+        self.assertEqual(len(rows), 1 + 2 * len(kunit.EACH_PATCH_RUNS))
+        failed = [(r[0], r[2]) for r in rows if r[3] == "FAIL"]
+        self.assertEqual(failed, [("c2", "slub smp"), ("c3", "slub-debug exact")])
+        bad = [r for r in rows if r[0] == "c2" and r[3] == "FAIL"][0]
+        self.assertIn("slab_bulk_x", bad[4])
+        self.assertIn("build/l.log", bad[4])
+        md = kunit.each_patch_markdown(rows)
+        self.assertIn("| 2 | two | slub smp | FAIL |", md)
+        self.assertRegex(md, r"\| 3 \| three \| slub-debug exact \| FAIL \| .*slub-debug@c3: build failed")
+
     def test_count_json_tree(self):
         tree_json = {"name": "main", "sub_groups": [{"name": "s", "test_cases": [
             {"name": "t1", "status": "PASS"}, {"name": "t2", "status": "SKIP"},
