@@ -95,23 +95,29 @@ def run(config, tree="linux", mode="exact", append="", modules=None):
     return summary
 
 
-# The runs of each_patch(): the contract suite on SLUB plain (exact and smp)
-# and on the debug config (KASAN, lockdep), as issue 5 asks of every patch.
-EACH_PATCH_RUNS = [("slub", "exact", ""), ("slub", "smp", ""),
-                   ("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot")]
 SUITE_SRC = os.path.join("lib", "slab_bulk_kunit.c")
 
 
-def each_patch_rows(commits, subjects, has_suite, run_one):
-    """Rows (commit, subject, run name, status, detail) for every commit;
-    run_one(commit, config, mode, append) returns a kunit.run() summary or
-    raises StageError.  A commit without the suite gets one SKIP row."""
+def each_patch_runs():
+    """The runs of each_patch(), taken from the test command's KUnit runs:
+    SLUB without extra options (exact and smp) and slub-debug (KASAN,
+    lockdep), as issue 5 asks of every patch."""
+    import testcmd
+    return [r for r in testcmd.KUNIT_RUNS
+            if (r[0] == "slub" and not r[2]) or r[0] == "slub-debug"]
+
+
+def each_patch_rows(commits, subjects, has_suite, run_one, runs):
+    """Rows (commit, subject, run name, status, detail) for every commit and
+    every (config, mode, append) of @runs; run_one(commit, config, mode,
+    append) returns a kunit.run() summary or raises StageError.  A commit
+    without the suite gets one SKIP row."""
     rows = []
     for c, subj in zip(commits, subjects):
         if not has_suite(c):
             rows.append((c, subj, "-", "SKIP", "no contract suite at this patch"))
             continue
-        for config, mode, append in EACH_PATCH_RUNS:
+        for config, mode, append in runs:
             name = "%s %s" % (config, mode)
             try:
                 s = run_one(c, config, mode, append)
@@ -171,7 +177,8 @@ def each_patch():
         return run(config, "linux", mode, append)
 
     try:
-        rows = each_patch_rows(commits, subjects, has_suite, run_one)
+        rows = each_patch_rows(commits, subjects, has_suite, run_one,
+                               each_patch_runs())
     finally:
         subprocess.run(["git", "checkout", "-q", "series"], cwd=src)
     path = os.path.join(RESULTS, "kunit-each-patch.md")

@@ -214,10 +214,13 @@ class KunitStage(unittest.TestCase):
             return {"ok": not failed, "log": os.path.join(kunit.REPO, "build", "l.log"),
                     "problems": ["slab_bulk_kunit: failed: slab_bulk_x"] if failed else [],
                     "suites": {"slab_bulk_kunit": {"PASS": 30, "SKIP": 2, "failed": failed}}}
+        runs = kunit.each_patch_runs()
+        self.assertEqual([(c, m) for c, m, _ in runs],
+                         [("slub", "exact"), ("slub", "smp"), ("slub-debug", "exact")])
         rows = kunit.each_patch_rows(["c1", "c2", "c3"], ["one", "two", "three"],
-                                     lambda c: c != "c1", run_one)
+                                     lambda c: c != "c1", run_one, runs)
         self.assertEqual(rows[0][3], "SKIP")
-        self.assertEqual(len(rows), 1 + 2 * len(kunit.EACH_PATCH_RUNS))
+        self.assertEqual(len(rows), 1 + 2 * len(runs))
         failed = [(r[0], r[2]) for r in rows if r[3] == "FAIL"]
         self.assertEqual(failed, [("c2", "slub smp"), ("c3", "slub-debug exact")])
         bad = [r for r in rows if r[0] == "c2" and r[3] == "FAIL"][0]
