@@ -5,14 +5,18 @@ the resulting base commit id).  The base commit is made with a fixed author,
 committer and date so that the same tarball gives the same commit id on every
 machine; 'base-commit:' in the exported series then means something.
 """
+import dataclasses
 import glob
 import hashlib
 import os
 import shutil
-import subprocess
+from typing import Optional
 
-from common import (BASE_FILE, BUILD, TREE, StageError, info, need_tools,
-                    read_kv, run, warn, write_kv, log_path)
+import gitrepo
+from common import (BASE_FILE, BASE_TAG, BENCH_BASE_TREE, BISECT_TREE, BUILD,
+                    PATCHES, TREE, StageError,
+                    capture, log_path, need_tools, read_kv, run, say, warn,
+                    write_kv)
 
 PACKAGE = "linux-source-6.1"
 STAMP = os.path.join(BUILD, "base.stamp")
@@ -28,22 +32,35 @@ BASE_ENV = {
 DEBIAN_BLOCK_MARK = "# Debian packaging: ignore everything at the top level"
 
 
-def installed_package():
+@dataclasses.dataclass
+class BaseState:
+    """The installed package against the one patches/BASE records."""
+    version: str
+    tarball: str
+    sha256: str
+    drift: Optional[str]
+    recorded: dict[str, str]
+
+
+def installed_package() -> tuple[str, str]:
     """(version, tarball path) of the installed linux-source-6.1."""
-    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", PACKAGE],
-                       capture_output=True, text=True)
-    if p.returncode != 0 or not p.stdout.strip():
+    need_tools("base", ["dpkg-query", "dpkg"])
+    try:
+        version = capture(["dpkg-query", "-W", "-f=${Version}", PACKAGE],
+                          "base").strip()
+    except StageError:
+        version = ""
+    if not version:
         raise StageError("base", "%s is not installed; run ./bulk setup "
                          "(apt-get install %s)" % (PACKAGE, PACKAGE))
-    files = subprocess.run(["dpkg", "-L", PACKAGE], capture_output=True,
-                           text=True).stdout.split()
+    files = capture(["dpkg", "-L", PACKAGE], "base").split()
     tars = [f for f in files if f.endswith(".tar.xz")]
     if not tars:
         raise StageError("base", "dpkg -L %s names no .tar.xz" % PACKAGE)
-    return p.stdout.strip(), tars[0]
+    return version, tars[0]
 
 
-def sha256(path):
+def sha256(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -51,7 +68,8 @@ def sha256(path):
     return h.hexdigest()
 
 
-def drift_message(recorded, version, digest):
+def drift_message(recorded: dict[str, str], version: str,
+                  digest: str) -> Optional[str]:
     """None when the installed package is the recorded one, else a warning."""
     if recorded.get("VERSION") != version:
         return ("BASE DRIFT: Debian now ships %s %s, the series is recorded "
@@ -63,7 +81,7 @@ def drift_message(recorded, version, digest):
     return None
 
 
-def drop_debian_gitignore(text):
+def drop_debian_gitignore(text: str) -> tuple[str, list[str]]:
     """Remove the Debian packaging block ('/*', '!/debian/') at the end of
     the top-level .gitignore.  Returns (new_text, removed_lines)."""
     lines = text.split("\n")
@@ -85,96 +103,104 @@ def drop_debian_gitignore(text):
     return "\n".join(rest), removed
 
 
-def base_commit_id():
-    p = subprocess.run(["git", "rev-parse", "-q", "--verify", "base^{commit}"],
-                       cwd=TREE, capture_output=True, text=True)
-    return p.stdout.strip() if p.returncode == 0 else None
-
-
-def check(quiet=False):
-    """Compare the installed package with patches/BASE.  Returns a dict."""
+def check(quiet: bool = False) -> BaseState:
+    """Compare the installed package with patches/BASE."""
     recorded = read_kv(BASE_FILE) if os.path.exists(BASE_FILE) else {}
     version, tarball = installed_package()
     digest = sha256(tarball)
     drift = drift_message(recorded, version, digest) if recorded else None
     if drift and not quiet:
         warn(drift)
-    return {"version": version, "tarball": tarball, "sha256": digest,
-            "drift": drift, "recorded": recorded}
+    return BaseState(version, tarball, digest, drift, recorded)
 
 
-def create(force=False):
-    """Make build/linux from the tarball unless it is already there."""
-    need_tools("base", ["git", "tar", "xz", "dpkg-query"])
+def is_current(st: BaseState) -> bool:
+    """build/linux was made from this tarball and still has its base tag."""
+    if not os.path.exists(STAMP) or not os.path.isdir(os.path.join(TREE, ".git")):
+        return False
+    try:
+        gitrepo.git(TREE, "base", "rev-parse", "-q", "--verify",
+                    BASE_TAG + "^{commit}")
+    except StageError:
+        return False
+    return read_kv(STAMP).get("TARBALL_SHA256") == st.sha256
+
+
+def create(force: bool = False) -> BaseState:
+    """Make build/linux from the tarball unless it is already there.
+
+    The new tree is made beside the old one and swapped in at the end: an
+    interrupt before that leaves the old tree as it was."""
+    need_tools("base", ["git", "tar", "xz"])
     st = check()
-    if os.path.exists(STAMP) and base_commit_id():
+    if not force and is_current(st):
         have = read_kv(STAMP)
-        if have.get("TARBALL_SHA256") == st["sha256"] and not force:
-            info("base: build/linux already at %s (%s)" % (
-                have.get("VERSION"), have.get("BASE_COMMIT", "")[:12]))
-            return st
-        # A different tarball: the tree must be remade; tree.py guards work.
-        import tree
-        tree.refuse_unexported(force)
+        say("base: build/linux already at %s (%s)" % (
+            have.get("VERSION"), have.get("BASE_COMMIT", "")[:12]))
+        return st
+    gitrepo.refuse_unexported(TREE, PATCHES, force, "base")
     log = log_path("base.log")
     open(log, "w").close()
-    if os.path.exists(TREE):
-        shutil.rmtree(TREE)
     tmp = os.path.join(BUILD, ".unpack")
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
-    info("base: unpacking %s (%s)" % (st["tarball"], st["version"]))
-    run(["tar", "-xf", st["tarball"], "-C", tmp], "base", log=log)
+    say("base: unpacking %s (%s)" % (st.tarball, st.version))
+    run(["tar", "-xf", st.tarball, "-C", tmp], "base", log)
     tops = glob.glob(os.path.join(tmp, "*"))
     if len(tops) != 1:
         raise StageError("base", "tarball has %d top-level entries" % len(tops), log)
-    os.rename(tops[0], TREE)
-    os.rmdir(tmp)
-    gi = os.path.join(TREE, ".gitignore")
+    new = tops[0]
+    gi = os.path.join(new, ".gitignore")
     with open(gi) as f:
         text, removed = drop_debian_gitignore(f.read())
     with open(gi, "w") as f:
         f.write(text)
     if not removed:
         warn("base: .gitignore has no Debian packaging block; nothing dropped")
-    info("base: git add + commit of the whole tree (about a minute)")
-    run(["git", "init", "-q", "-b", "base-import"], "base", cwd=TREE, log=log)
-    run(["git", "config", "core.autocrlf", "false"], "base", cwd=TREE, log=log)
-    # No background 'git gc --auto' repacking 78,000 objects during builds.
-    run(["git", "config", "gc.auto", "0"], "base", cwd=TREE, log=log)
-    run(["git", "add", "-A"], "base", cwd=TREE, log=log, quiet=True)
+    say("base: git add + commit of the whole tree (about a minute)")
+    for cmd in (["init", "-q", "-b", "base-import"],
+                ["config", "core.autocrlf", "false"],
+                # No background 'git gc --auto' repacking 78,000 objects
+                # during builds.
+                ["config", "gc.auto", "0"], ["add", "-A"]):
+        run(["git"] + cmd, "base", log, cwd=new)
     msg = ("Linux %s from Debian %s %s\n\n"
            "Unpacked from %s (sha256 %s).\n\n"
            "Only change to the tarball: the Debian packaging block at the end\n"
            "of the top-level .gitignore is dropped. It ignores every top-level\n"
            "path ('/*', '!/debian/'), so new files under mm/ or lib/ would stay\n"
            "invisible to git. Dropped lines:\n\n%s\n" % (
-               st["version"].split("-")[0], PACKAGE, st["version"],
-               os.path.basename(st["tarball"]), st["sha256"],
+               st.version.split("-")[0], PACKAGE, st.version,
+               os.path.basename(st.tarball), st.sha256,
                "\n".join("  " + l for l in removed)))
-    run(["git", "commit", "-q", "-m", msg], "base", cwd=TREE, log=log,
-        env=BASE_ENV)
-    run(["git", "tag", "-f", "base"], "base", cwd=TREE, log=log)
-    commit = base_commit_id()
-    rec = st["recorded"].get("BASE_COMMIT")
-    if rec and rec != commit and not st["drift"]:
+    run(["git", "commit", "-q", "-m", msg], "base", log, cwd=new, env=BASE_ENV)
+    run(["git", "tag", "-f", BASE_TAG], "base", log, cwd=new)
+    commit = gitrepo.git(new, "base", "rev-parse", BASE_TAG).strip()
+    old = os.path.join(BUILD, ".old-linux")
+    if os.path.exists(TREE):
+        os.rename(TREE, old)
+    os.rename(new, TREE)
+    for path in (old, tmp, BENCH_BASE_TREE, BISECT_TREE):
+        shutil.rmtree(path, ignore_errors=True)
+    rec = st.recorded.get("BASE_COMMIT")
+    if rec and rec != commit and not st.drift:
         warn("base: commit id %s differs from recorded %s (same tarball): "
              "git or the import changed" % (commit, rec))
-    write_kv(STAMP, {"VERSION": st["version"], "TARBALL_SHA256": st["sha256"],
+    write_kv(STAMP, {"VERSION": st.version, "TARBALL_SHA256": st.sha256,
                      "BASE_COMMIT": commit}, "written by ./bulk base")
-    info("base: build/linux tagged base = %s" % commit[:12])
+    say("base: build/linux tagged base = %s" % commit[:12])
     return st
 
 
-def record():
+def record() -> None:
     """Write patches/BASE from what is installed (after a deliberate rebase)."""
     st = check(quiet=True)
     if not os.path.exists(STAMP):
         raise StageError("base", "no build/base.stamp: run ./bulk base first")
     have = read_kv(STAMP)
-    write_kv(BASE_FILE, {"PACKAGE": PACKAGE, "VERSION": st["version"],
-                         "TARBALL": os.path.basename(st["tarball"]),
-                         "TARBALL_SHA256": st["sha256"],
+    write_kv(BASE_FILE, {"PACKAGE": PACKAGE, "VERSION": st.version,
+                         "TARBALL": os.path.basename(st.tarball),
+                         "TARBALL_SHA256": st.sha256,
                          "BASE_COMMIT": have["BASE_COMMIT"]},
              "the base this series applies to; ./bulk base checks it")
-    info("base: recorded %s %s in patches/BASE" % (PACKAGE, st["version"]))
+    say("base: recorded %s %s in patches/BASE" % (PACKAGE, st.version))

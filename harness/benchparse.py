@@ -14,6 +14,7 @@ Lines may carry a printk timestamp ("[    1.234567] ") and may be
 interleaved with any other console output.
 """
 import re
+from typing import Any
 
 PREFIX = "slab_bulk_bench: "
 REQUIRED = ("test", "variant", "n", "size", "objs", "cycles", "empty")
@@ -25,7 +26,7 @@ _ALLOC = re.compile(r"^allocator=(\S+)\s+tsc_khz=(\d+)\s*$")
 _SKIP = re.compile(r"^test ([a-z]) skipped:\s*(.*)$")
 
 
-def _strip(line):
+def _strip(line: str) -> str | None:
     """The part of @line after the module prefix, or None."""
     line = _TS.sub("", line.rstrip("\r\n"), count=1)
     i = line.find(PREFIX)
@@ -34,10 +35,10 @@ def _strip(line):
     return line[i + len(PREFIX):].strip()
 
 
-def parse_r_line(body, lineno=None):
+def parse_r_line(body: str, lineno: int | None = None) -> dict[str, Any]:
     """Parse the part of an R line after "R "; raise ValueError if malformed."""
     where = "line %d" % lineno if lineno is not None else "R line"
-    rec = {}
+    rec: dict[str, Any] = {}
     for tok in body.split():
         m = _KV.match(tok)
         if not m:
@@ -66,9 +67,9 @@ def parse_r_line(body, lineno=None):
     return rec
 
 
-def parse_s_line(body, lineno=None):
+def parse_s_line(body: str, lineno: int | None = None) -> dict[str, Any]:
     """An S line: test, variant and integer counters (n, objs, events)."""
-    rec = {}
+    rec: dict[str, Any] = {}
     for tok in body.split():
         m = _KV.match(tok)
         if not m:
@@ -90,7 +91,7 @@ def parse_s_line(body, lineno=None):
     return rec
 
 
-def parse(text):
+def parse(text: str) -> dict[str, Any]:
     """Parse a console log; see the module docstring for the line formats.
 
     Returns {"allocator": str or None, "tsc_khz": int or None, "done": bool,
@@ -99,7 +100,7 @@ def parse(text):
     has test, variant, n, size, objs, cycles, empty and per_obj (float,
     (cycles - empty) / objs).  Raises ValueError on a malformed R line.
     """
-    out = {"allocator": None, "tsc_khz": None, "done": False,
+    out: dict[str, Any] = {"allocator": None, "tsc_khz": None, "done": False,
            "skipped": {}, "results": [], "stats": []}
     for lineno, line in enumerate(text.splitlines(), 1):
         body = _strip(line)

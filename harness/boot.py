@@ -6,21 +6,30 @@ Modes:
          instructions and runs repeat bit for bit.
   smp    -smp 2, multi-threaded TCG, no icount: for concurrency; timings noise.
 
-The console log is saved under build/logs/; any kernel splat in it fails the
-boot and is quoted.
+The kernel booted is the one its stamp says was built from the tree as it
+is now (kbuild.check_stamp).  The console log is saved under build/logs/;
+any kernel splat in it fails the boot and is quoted, and the log is run
+through the kernel's scripts/decode_stacktrace.sh.  --shell adds a static
+busybox and gives its shell on the console once the modules are loaded;
+--gdb waits for gdb on QEMU's gdbstub (tcp::1234).
 """
+import dataclasses
 import json
 import os
 import re
 import subprocess
-import time
+from typing import Sequence
 
+import kbuild
 import kconfig
-from common import BUILD, REPO, StageError, info, log_path, need_tools
+from common import (BUILD, REPO, Progress, StageError, log_path, need_tools, rel,
+                    say, stream)
 
 INIT_SRC = os.path.join(REPO, "initramfs", "init.c")
 INIT_BIN = os.path.join(BUILD, "initramfs", "init")
+BUSYBOX = "/bin/busybox"
 EXIT_PORT = "0xf4"
+GDB_PORT = 1234
 # Kernel splats that fail a boot (checked per console line).
 SPLAT_RE = re.compile(
     r"(WARNING:|BUG:|\bOops\b|KASAN:|general protection|Kernel panic|"
@@ -47,9 +56,11 @@ EXPECT_BEGIN_RE = re.compile(r"^slab_bulk: expected KASAN report: ([\w-]+) follo
 EXPECT_END = "slab_bulk: expected KASAN report: end"
 
 
-def splats(text):
+def splats(text: str) -> list[str]:
     """Lines of a console log that show a kernel problem."""
-    out, pending, kind = [], [], None
+    out: list[str] = []
+    pending: list[str] = []
+    kind = None
     for line in text.splitlines():
         body = TIMESTAMP_RE.sub("", line).rstrip()
         begin = EXPECT_BEGIN_RE.match(body)
@@ -69,20 +80,20 @@ def splats(text):
     return out + pending
 
 
-def exit_status(rc):
+def exit_status(rc: int) -> int | None:
     """Map QEMU's exit code to the init's status (None: no status sent)."""
     if rc > 0 and rc & 1:
         return rc >> 1
     return None
 
 
-def logged_status(text):
+def logged_status(text: str) -> int | None:
     """The status the init printed ('harness: status=N'), or None."""
     m = re.search(r"^harness: status=(\d+)", text, re.M)
     return int(m.group(1)) if m else None
 
 
-def build_init():
+def build_init() -> str:
     need_tools("boot", ["gcc"])
     os.makedirs(os.path.dirname(INIT_BIN), exist_ok=True)
     if (not os.path.exists(INIT_BIN)
@@ -91,37 +102,38 @@ def build_init():
                             INIT_BIN, INIT_SRC], capture_output=True, text=True)
         if p.returncode != 0:
             raise StageError("boot", "compiling initramfs/init.c failed "
-                             "(static libc from libc6-dev needed):\n" + p.stderr)
+                             "(static libc from libc6-dev needed)",
+                             detail=p.stderr)
     return INIT_BIN
 
 
-def find_modules(out, names):
-    """Paths of <name>.ko in a kbuild output dir, via modules.order."""
+def built_modules(out: str) -> dict[str, str]:
+    """{name: path of name.ko} of a kbuild output dir, from modules.order."""
     order = os.path.join(out, "modules.order")
+    if not os.path.exists(order):
+        return {}
     known = {}
-    if os.path.exists(order):
-        for line in open(order):
+    with open(order) as f:
+        for line in f:
             rel = line.strip()
-            if rel.endswith(".o"):
-                rel = rel[:-2] + ".ko"
-            known[os.path.basename(rel)[:-3]] = os.path.join(out, rel)
-    paths = []
+            if rel:
+                rel = rel[:-2] + ".ko" if rel.endswith(".o") else rel
+                known[os.path.basename(rel)[:-3]] = os.path.join(out, rel)
+    return known
+
+
+def find_modules(out: str, names: Sequence[str]) -> list[str]:
+    """Paths of <name>.ko in a kbuild output dir."""
+    known = built_modules(out)
     for n in names:
         if n not in known or not os.path.exists(known[n]):
             raise StageError("boot", "module %s not built in %s (is its "
                              "Kconfig symbol =m in this config?)" % (n, out))
-        paths.append(known[n])
-    return paths
+    return [known[n] for n in names]
 
 
-def built_modules(out):
-    order = os.path.join(out, "modules.order")
-    if not os.path.exists(order):
-        return []
-    return [os.path.basename(l.strip())[:-3] for l in open(order) if l.strip()]
-
-
-def make_initramfs(out, modules, tag):
+def make_initramfs(out: str, modules: Sequence[str], tag: str,
+                   shell: bool = False) -> str:
     gen = os.path.join(out, "usr", "gen_init_cpio")
     if not os.path.exists(gen):
         raise StageError("boot", "%s missing: build the kernel first" % gen)
@@ -131,6 +143,12 @@ def make_initramfs(out, modules, tag):
              "dir /lib/modules 0755 0 0", "file /init %s 0755 0 0" % init]
     for name, path in zip(modules, find_modules(out, modules)):
         lines.append("file /lib/modules/%s.ko %s 0644 0 0" % (name, path))
+    if shell:
+        if not os.path.exists(BUSYBOX):
+            raise StageError("boot", "--shell needs %s: run ./bulk setup "
+                             "(busybox-static)" % BUSYBOX)
+        lines += ["dir /bin 0755 0 0", "file /bin/busybox %s 0755 0 0" % BUSYBOX,
+                  "slink /bin/sh busybox 0777 0 0"]
     spec = os.path.join(out, "harness-%s.list" % tag)
     with open(spec, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -141,7 +159,7 @@ def make_initramfs(out, modules, tag):
         p = subprocess.run([gen, "-t", "946684800", spec], stdout=f,
                            stderr=subprocess.PIPE)
     if p.returncode != 0:
-        raise StageError("boot", "gen_init_cpio failed: %s" % p.stderr.decode())
+        raise StageError("boot", "gen_init_cpio failed", detail=p.stderr.decode())
     return cpio
 
 
@@ -156,13 +174,14 @@ QEMU_SEED = "1"
 RNG_CMDLINE = "random.trust_cpu=on"
 
 
-def kernel_cmdline(load=(), append=""):
+def kernel_cmdline(load: Sequence[str] = (), append: str = "") -> str:
     """The guest kernel's command line: console, RNG, modules to load."""
     return ("console=ttyS0 panic=-1 nokaslr %s harness.load=%s %s" % (
         RNG_CMDLINE, ",".join(load), append)).strip()
 
 
-def qemu_cmd(kernel, initrd, mode, cmdline, mem="1G"):
+def qemu_cmd(kernel: str, initrd: str, mode: str, cmdline: str,
+             mem: str = "1G") -> list[str]:
     return (["qemu-system-x86_64", "-cpu", "max", "-seed", QEMU_SEED, "-m", mem,
              "-display", "none", "-serial", "stdio", "-monitor", "none",
              "-no-reboot", "-device",
@@ -171,56 +190,108 @@ def qemu_cmd(kernel, initrd, mode, cmdline, mem="1G"):
             + MODES[mode])
 
 
-def boot(config, tree="linux", mode="exact", load=(), append="", timeout=600,
-         tag=None, allow_fail=False):
-    """Boot build/o/<tree>-<config>; returns a dict (also saved as JSON)."""
+def log_file(tree: str, config: str, tag: str) -> str:
+    """The console log of a boot (what the benchmark report reads)."""
+    return log_path("boot-%s-%s-%s.log" % (tree, config, tag))
+
+
+@dataclasses.dataclass
+class BootResult:
+    config: str
+    tree: str
+    mode: str
+    load: list[str]
+    append: str
+    log: str
+    qemu_rc: int | None
+    status: int | None
+    seconds: int
+    splats: list[str]
+    cmd: list[str]
+    problems: list[str]
+
+
+def problems_of(rc: int | None, status: int | None, found: list[str],
+                timeout: float | None) -> list[str]:
+    """Why a boot failed ([] when it did not)."""
+    problems = []
+    if rc is None:
+        problems.append("timed out after %ds" % (timeout or 0))
+    elif status is None:
+        problems.append("QEMU exited %d and the init printed no status "
+                        "(kernel panic?)" % rc)
+    elif status != 0:
+        problems.append("init reported status %d (see 'harness:' lines)" % status)
+    if found:
+        problems.append("%d kernel splat(s) in the console" % len(found))
+    return problems
+
+
+def decode(out: str, src: str, log: str) -> str:
+    """log run through scripts/decode_stacktrace.sh (symbols to lines)."""
+    decoded = log[:-4] + ".decoded.log"
+    script = os.path.join(src, "scripts", "decode_stacktrace.sh")
+    with open(log, "rb") as inp, open(decoded, "wb") as f:
+        subprocess.run([script, os.path.join(out, "vmlinux"), src, out],
+                       stdin=inp, stdout=f, stderr=subprocess.STDOUT, cwd=src)
+    return decoded
+
+
+def interactive(cmd: list[str], gdb: bool, out: str) -> None:
+    """--shell and --gdb: QEMU on this terminal, console and monitor
+    multiplexed on stdio."""
+    i = cmd.index("-serial")
+    cmd = cmd[:i] + ["-serial", "mon:stdio"] + cmd[i + 4:]
+    if gdb:
+        cmd += ["-gdb", "tcp::%d" % GDB_PORT, "-S"]
+        say("boot: QEMU waits for gdb: gdb %s -ex 'target remote :%d'" % (
+            rel(os.path.join(out, "vmlinux")), GDB_PORT))
+    say("boot: console on this terminal; Ctrl-A x ends QEMU")
+    subprocess.run(cmd)
+
+
+def boot(config: str, tree: str = "linux", mode: str = "exact",
+         load: Sequence[str] = (), append: str = "",
+         timeout: float | None = 600, tag: str | None = None,
+         allow_fail: bool = False, shell: bool = False,
+         gdb: bool = False) -> BootResult | None:
+    """Boot the kernel of build/o/<tree>-<config>; returns its result (also
+    saved as JSON beside the log), or None after an interactive boot."""
     if mode not in MODES:
         raise StageError("boot", "unknown mode '%s' (exact, smp)" % mode)
     need_tools("boot", ["qemu-system-x86_64"])
-    out = kconfig.out_dir(config, tree)
+    out = kbuild.check_stamp(config, tree, "boot")
+    src = kconfig.tree(tree).src
     kernel = os.path.join(out, "arch", "x86", "boot", "bzImage")
-    if not os.path.exists(kernel):
-        raise StageError("boot", "%s missing: run ./bulk build %s --tree %s"
-                         % (kernel, config, tree))
     tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
-    cpio = make_initramfs(out, list(load), tag)
-    cmdline = kernel_cmdline(load, append)
-    log = log_path("boot-%s-%s-%s.log" % (tree, config, tag))
-    cmd = qemu_cmd(kernel, cpio, mode, cmdline)
-    info("boot %s-%s %s: %s" % (tree, config, tag, os.path.relpath(log, os.getcwd())))
-    start = time.time()
-    with open(log, "w") as f:
-        try:
-            p = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT,
-                               stdin=subprocess.DEVNULL, timeout=timeout)
-            rc = p.returncode
-        except subprocess.TimeoutExpired:
-            rc = None
+    cpio = make_initramfs(out, load, tag, shell)
+    cmd = qemu_cmd(kernel, cpio, mode, kernel_cmdline(
+        load, append + " harness.shell=1" if shell else append))
+    if shell or gdb:
+        interactive(cmd, gdb, out)
+        return None
+    log = log_file(tree, config, tag)
+    open(log, "w").close()
+    say("boot %s-%s %s: %s" % (tree, config, tag, rel(log)))
+    progress = Progress("boot %s-%s %s" % (tree, config, tag),
+                        lambda line: bool(line.strip()))
+    rc = stream(cmd, log, timeout=timeout, progress=progress)
     with open(log, errors="replace") as f:
         text = f.read()
     status = exit_status(rc) if rc is not None else None
     if status is None:
         status = logged_status(text)
-    res = {"config": config, "tree": tree, "mode": mode, "load": list(load),
-           "append": append, "log": log, "qemu_rc": rc, "status": status,
-           "seconds": round(time.time() - start, 1), "splats": splats(text),
-           "cmd": cmd}
+    found = splats(text)
+    res = BootResult(config, tree, mode, list(load), append, log, rc, status,
+                     progress.elapsed(), found, cmd,
+                     problems_of(rc, status, found, timeout))
     with open(log[:-4] + ".json", "w") as f:
-        json.dump(res, f, indent=1)
-    problems = []
-    if rc is None:
-        problems.append("timed out after %ds" % timeout)
-    elif res["status"] is None:
-        problems.append("QEMU exited %d and the init printed no status "
-                        "(kernel panic?)" % rc)
-    elif res["status"] != 0:
-        problems.append("init reported status %d (see 'harness:' lines)"
-                        % res["status"])
-    if res["splats"]:
-        problems.append("kernel splat(s) in the console:\n    " +
-                        "\n    ".join(res["splats"][:10]))
-    res["problems"] = problems
-    if problems and not allow_fail:
+        json.dump(dataclasses.asdict(res), f, indent=1)
+    if res.problems and not allow_fail:
+        detail = "\n".join(found[:10])
+        if found:
+            detail += "\ndecoded: %s" % rel(decode(out, src, log))
         raise StageError("boot", "%s-%s %s: %s" % (tree, config, tag,
-                                                   "; ".join(problems)), log)
+                                                   "; ".join(res.problems)),
+                         log, detail)
     return res

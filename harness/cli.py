@@ -1,44 +1,57 @@
-"""Command line: one sub-command per pipeline stage, plus 'test' and 'bench'."""
+"""Command line: one sub-command per pipeline stage, plus 'test' and 'bench'.
+
+Every command but setup and 'config --list' holds build/.lock while it
+runs.  An error ends it with one line naming the step and the log to read;
+Ctrl-C or SIGTERM unwinds every cleanup (no half-applied series, no
+detached tree) and ends it with one line, exit status 130 or 143.
+"""
 import argparse
-import os
-import subprocess
+import signal
 import sys
+from types import FrameType
 
-from common import StageError
-
-APT_PACKAGES = [
-    "qemu-system-x86", "linux-source-6.1", "build-essential", "flex", "bison",
-    "bc", "libelf-dev", "libssl-dev", "cpio", "ccache", "python3", "git",
-    "xz-utils", "kmod", "gnuplot-nox", "rsync",
-    # checkpatch.pl's SPDX check runs scripts/spdxcheck.py with these
-    "python3-ply", "python3-git",
-]
-
-
-def setup(_args):
-    """Install what every stage needs (Debian 12, as root or with sudo)."""
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    missing = subprocess.run(
-        ["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Package}\n"] + APT_PACKAGES,
-        capture_output=True, text=True).stdout
-    have = {l.split()[-1] for l in missing.splitlines() if l.startswith("ii")}
-    need = [p for p in APT_PACKAGES if p not in have]
-    if not need:
-        print("setup: all packages installed")
-        return 0
-    print("setup: apt-get install %s" % " ".join(need), flush=True)
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    for cmd in (sudo + ["apt-get", "update", "-q"],
-                sudo + ["apt-get", "install", "-y", "-q"] + need):
-        p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL)
-        if p.returncode != 0:
-            raise StageError("setup", "failed: %s" % " ".join(cmd))
-    return 0
+import base
+import bench
+import boot
+import export
+import kbuild
+import kconfig
+import kunit
+import kunit_each
+import packages
+import testcmd
+import tree
+from common import Interrupted, StageError
+from lock import BuildLock
 
 
-def main(argv):
-    ap = argparse.ArgumentParser(prog="./bulk", description=__doc__)
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="./bulk", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--wait", action="store_true",
+                    help="if another ./bulk holds build/, wait for it "
+                    "instead of ending")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    def tree_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--tree", default="linux", choices=list(kconfig.TREES),
+                       help="source tree: linux (the series), linux-base "
+                       "(the benchmark's base), bisect (per-patch builds)")
+
+    def mode_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--mode", choices=["exact", "smp"], default="exact",
+                       help="exact: -icount, one CPU, bit for bit; smp: two "
+                       "CPUs, no icount")
+
+    def bench_opts(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--alloc", default="slub",
+                       help="comma list of %s (default slub)"
+                       % ",".join(bench.BENCH_CONFIGS))
+        p.add_argument("--tests", default="abcde",
+                       help="test letters among abcdef (default abcde; f "
+                       "runs in smp mode)")
+        p.add_argument("--quick", action="store_true",
+                       help="the module's quick mode (fewer rounds)")
 
     sub.add_parser("setup", help="install the Debian packages the harness needs")
     p = sub.add_parser("base", help="unpack linux-source-6.1 into build/linux, tag 'base'")
@@ -49,89 +62,103 @@ def main(argv):
     p.add_argument("--force", action="store_true", help="discard unexported work")
     sub.add_parser("export", help="write build/linux base..HEAD to patches/")
     p = sub.add_parser("config", help="write and verify a kernel .config")
-    p.add_argument("configs", nargs="+", help="config names (./bulk config --list)")
-    p.add_argument("--tree", default="linux", help="source tree under build/ (default linux)")
+    p.add_argument("configs", nargs="*", help="config names (see --list)")
+    p.add_argument("--list", action="store_true",
+                   help="list the config names and their fragments")
+    tree_opt(p)
     p = sub.add_parser("build", help="configure and build kernels with kbuild")
-    p.add_argument("configs", nargs="+")
-    p.add_argument("--tree", default="linux")
+    p.add_argument("configs", nargs="+", help="config names (./bulk config --list)")
+    tree_opt(p)
     p = sub.add_parser("boot", help="boot a built kernel under QEMU")
-    p.add_argument("config")
-    p.add_argument("--tree", default="linux")
-    p.add_argument("--mode", choices=["exact", "smp"], default="exact")
+    p.add_argument("config", help="config name (./bulk config --list)")
+    tree_opt(p)
+    mode_opt(p)
     p.add_argument("--load", default="", help="comma-separated module names to load")
     p.add_argument("--append", default="", help="extra kernel command line")
-    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--timeout", type=int, default=600,
+                   help="seconds before the boot counts as hung (default 600)")
+    p.add_argument("--shell", action="store_true",
+                   help="after loading the modules, a busybox shell on the "
+                   "console (Ctrl-A x ends QEMU)")
+    p.add_argument("--gdb", action="store_true",
+                   help="QEMU waits for gdb on tcp::%d before the kernel "
+                   "starts" % boot.GDB_PORT)
     p = sub.add_parser("kunit", help="run the KUnit suites of a built kernel")
-    p.add_argument("config")
-    p.add_argument("--tree", default="linux")
-    p.add_argument("--mode", choices=["exact", "smp"], default="exact")
-    p.add_argument("--append", default="")
+    p.add_argument("config", help="config name (./bulk config --list)")
+    tree_opt(p)
+    mode_opt(p)
+    p.add_argument("--append", default="", help="extra kernel command line")
     sub.add_parser("kunit-each", help="the contract suite at every patch "
                    "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
     p = sub.add_parser("test", help="the test command (README); CI runs it")
-    p.add_argument("--only", default="", help="comma-separated step groups")
+    p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
+                   help="run only these step groups: %s" % ", ".join(
+                       testcmd.GROUPS))
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
-    p.add_argument("--alloc", default="slub", help="slub,slab,slob")
-    p.add_argument("--tests", default="abcde")
-    p.add_argument("--quick", action="store_true")
-    p = sub.add_parser("report", help="re-render results/ from the last bench logs")
-    p.add_argument("--alloc", default="slub")
-    p.add_argument("--tests", default="abcde")
-    p.add_argument("--quick", action="store_true")
-    args = ap.parse_args(argv)
+    bench_opts(p)
+    p = sub.add_parser("report", help="re-render results/ (and the cover "
+                       "letter's tables) from the last bench logs")
+    bench_opts(p)
+    return ap
 
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.cmd == "base":
+        if args.record:
+            base.record()
+        else:
+            base.create(force=args.force)
+    elif args.cmd == "tree":
+        tree.create(force=args.force)
+    elif args.cmd == "export":
+        export.export()
+    elif args.cmd == "config":
+        for c in args.configs:
+            kconfig.configure(c, args.tree)
+    elif args.cmd == "build":
+        for c in args.configs:
+            kbuild.build(c, args.tree)
+    elif args.cmd == "boot":
+        r = boot.boot(args.config, args.tree, args.mode,
+                      [m for m in args.load.split(",") if m], args.append,
+                      args.timeout, shell=args.shell, gdb=args.gdb)
+        if r:
+            print(r.log)
+    elif args.cmd == "kunit":
+        return 0 if kunit.run(kunit.KunitRun(args.config, args.mode, args.append),
+                              args.tree).ok else 1
+    elif args.cmd == "kunit-each":
+        return 1 if kunit_each.each_patch() else 0
+    elif args.cmd == "test":
+        return testcmd.main(args.only)
+    elif args.cmd == "bench":
+        return bench.main(args)
+    elif args.cmd == "report":
+        return bench.report_main(args)
+    return 0
+
+
+def on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise Interrupted("SIGTERM")
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, on_sigterm)
     try:
         if args.cmd == "setup":
-            return setup(args)
-        if args.cmd == "base":
-            import base
-            if args.record:
-                base.record()
-            else:
-                base.create(force=args.force)
+            packages.setup()
             return 0
-        if args.cmd == "tree":
-            import tree
-            tree.create(force=args.force)
-            return 0
-        if args.cmd == "export":
-            import tree
-            tree.export()
-            return 0
-        if args.cmd == "config":
-            import kconfig
-            for c in args.configs:
-                kconfig.configure(c, args.tree)
-            return 0
-        if args.cmd == "build":
-            import kbuild
-            for c in args.configs:
-                kbuild.build(c, args.tree)
-            return 0
-        if args.cmd == "boot":
-            import boot
-            r = boot.boot(args.config, args.tree, args.mode,
-                          [m for m in args.load.split(",") if m],
-                          args.append, args.timeout)
-            print(r["log"])
-            return 0
-        if args.cmd == "kunit":
-            import kunit
-            r = kunit.run(args.config, args.tree, args.mode, args.append)
-            return 0 if r["ok"] else 1
-        if args.cmd == "kunit-each":
-            import kunit
-            return 1 if kunit.each_patch() else 0
-        if args.cmd == "test":
-            import testcmd
-            return testcmd.main(args)
-        if args.cmd == "bench":
-            import bench
-            return bench.main(args)
-        if args.cmd == "report":
-            import bench
-            return bench.report_main(args)
+        if args.cmd == "config" and (args.list or not args.configs):
+            print(kconfig.listing())
+            return 0 if args.list else 2
+        with BuildLock(args.wait):
+            return dispatch(args)
     except StageError as e:
         print("FAILED %s" % e, file=sys.stderr)
         return 1
-    return 2
+    except (KeyboardInterrupt, Interrupted) as e:
+        sig = "SIGTERM" if isinstance(e, Interrupted) else "SIGINT"
+        print("\n./bulk %s: interrupted (%s); build/linux left as it was"
+              % (args.cmd, sig), file=sys.stderr)
+        return 143 if isinstance(e, Interrupted) else 130

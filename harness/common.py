@@ -1,56 +1,77 @@
-"""Shared paths, process helpers and the error type every stage raises.
+"""Shared paths, the error types, and running programs.
 
 Stages talk through files under build/; nothing here keeps state in memory
-between stages.
+between stages.  SLABBULK_BUILD, SLABBULK_RESULTS and SLABBULK_PATCHES
+move build/, results/ and patches/ (the unit tests point them at a
+temporary directory).
 """
 import os
+import selectors
 import shutil
 import subprocess
 import sys
 import time
+from typing import Callable, Mapping, Optional, Sequence
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("SLABBULK_BUILD", os.path.join(REPO, "build"))
 TREE = os.path.join(BUILD, "linux")
+# Worktrees of TREE: the benchmark's base kernel, and the bisect builds
+# (its own dir, so that its O= dirs sit at the same relative path to their
+# source as TREE's: ccache, with CCACHE_BASEDIR, shares their objects).
+BENCH_BASE_TREE = os.path.join(BUILD, "linux-base")
+BISECT_ROOT = os.path.join(BUILD, "bisect")
+BISECT_TREE = os.path.join(BISECT_ROOT, "linux")
 LOGS = os.path.join(BUILD, "logs")
-PATCHES = os.path.join(REPO, "patches")
+PATCHES = os.environ.get("SLABBULK_PATCHES", os.path.join(REPO, "patches"))
 CONFIGS = os.path.join(REPO, "configs")
-RESULTS = os.path.join(REPO, "results")
+RESULTS = os.environ.get("SLABBULK_RESULTS", os.path.join(REPO, "results"))
 BASE_FILE = os.path.join(PATCHES, "BASE")
 COVER_FILE = os.path.join(PATCHES, "cover-letter.txt")
+# Written by the report stage, read by export: the cover letter's tables.
+COVER_TABLES = os.path.join(PATCHES, "cover-tables.txt")
+# The base commit's tag and the series branch of every tree.
+BASE_TAG = "base"
+BRANCH = "series"
+
+
+def rel(path: str) -> str:
+    """A path as the user would type it from the current directory."""
+    return os.path.relpath(path) if path.startswith(REPO) else path
 
 
 class StageError(Exception):
-    """A stage failed: says which step, why, and which log to read."""
+    """A stage failed: one line naming the step, why, and the log to read;
+    details, when there are some, follow on indented lines."""
 
-    def __init__(self, step, msg, log=None):
+    def __init__(self, step: str, msg: str, log: Optional[str] = None,
+                 detail: str = ""):
         self.step = step
         self.msg = msg
         self.log = log
+        self.detail = detail
         super().__init__(str(self))
 
-    def __str__(self):
+    def __str__(self) -> str:
         s = "[%s] %s" % (self.step, self.msg)
         if self.log:
-            s += "\n  log: %s" % os.path.relpath(self.log, os.getcwd()) \
-                if self.log.startswith(REPO) else "\n  log: %s" % self.log
+            s += " (log: %s)" % rel(self.log)
+        if self.detail:
+            s += "\n    " + self.detail.strip().replace("\n", "\n    ")
         return s
 
 
-def info(msg):
-    print(msg, flush=True)
+class Interrupted(Exception):
+    """SIGTERM arrived (SIGINT raises KeyboardInterrupt): unwind, run every
+    cleanup on the way, then end with one line."""
 
 
-def warn(msg):
-    print("WARNING: " + msg, file=sys.stderr, flush=True)
-
-
-def log_path(name):
+def log_path(name: str) -> str:
     os.makedirs(LOGS, exist_ok=True)
     return os.path.join(LOGS, name)
 
 
-def need_tools(step, tools):
+def need_tools(step: str, tools: Sequence[str]) -> None:
     """Fail early, naming every missing program and the setup command."""
     missing = [t for t in tools if shutil.which(t) is None]
     if missing:
@@ -58,45 +79,121 @@ def need_tools(step, tools):
                          "(installs them with apt)" % ", ".join(missing))
 
 
-def run(cmd, step, cwd=None, log=None, env=None, check=True, quiet=False,
-        timeout=None):
-    """Run cmd; with log, output goes there (and is echoed unless quiet).
+def capture(cmd: Sequence[str], step: str, cwd: Optional[str] = None,
+            env: Optional[Mapping[str, str]] = None,
+            stdin: Optional[str] = None) -> str:
+    """Run cmd and return its stdout; a non-zero exit is a StageError
+    carrying the command's last line of stderr."""
+    full_env = dict(os.environ, **env) if env else None
+    try:
+        p = subprocess.run(list(cmd), cwd=cwd, env=full_env, input=stdin,
+                           text=True, capture_output=True, errors="replace")
+    except FileNotFoundError:
+        raise StageError(step, "%s is not installed; run ./bulk setup"
+                         % cmd[0]) from None
+    if p.returncode != 0:
+        why = (p.stderr or p.stdout).strip().splitlines()
+        raise StageError(step, "%s failed (%d)%s" % (
+            " ".join(cmd[:3]), p.returncode, ": " + why[-1] if why else ""))
+    return p.stdout
 
-    Raises StageError naming the step and the log on a non-zero exit.
+
+class Progress:
+    """Says every @every seconds that a long command still runs: how long
+    it has run and the last line @keep() accepted."""
+
+    def __init__(self, label: str, keep: Callable[[str], bool],
+                 every: float = 60):
+        self.label = label
+        self.keep = keep
+        self.every = every
+        self.start = self.shown = time.time()
+        self.last = ""
+
+    def elapsed(self) -> int:
+        return int(time.time() - self.start)
+
+    def line(self, line: str) -> None:
+        if self.keep(line):
+            self.last = line.strip()
+        now = time.time()
+        if now - self.shown >= self.every:
+            self.shown = now
+            say("%s: %ds, %s" % (self.label, self.elapsed(), self.last))
+
+
+def say(msg: str) -> None:
+    """One timestamped line per line of msg on stdout."""
+    stamp = time.strftime("%H:%M:%S")
+    for line in msg.splitlines() or [""]:
+        print("%s %s" % (stamp, line), flush=True)
+
+
+def warn(msg: str) -> None:
+    print("%s WARNING: %s" % (time.strftime("%H:%M:%S"), msg),
+          file=sys.stderr, flush=True)
+
+
+def stream(cmd: Sequence[str], log: str, cwd: Optional[str] = None,
+           env: Optional[Mapping[str, str]] = None,
+           timeout: Optional[float] = None,
+           progress: Optional[Progress] = None) -> Optional[int]:
+    """Run cmd with its output appended to log (and shown to progress).
+
+    Returns the exit code, or None when timeout seconds passed first.  The
+    child never outlives this call, whatever ends it (an interrupt too).
     """
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    if log is None:
-        p = subprocess.run(cmd, cwd=cwd, env=full_env, text=True,
-                           capture_output=True, timeout=timeout)
-        if check and p.returncode != 0:
-            raise StageError(step, "command failed (%d): %s\n%s" % (
-                p.returncode, " ".join(cmd), (p.stderr or p.stdout).strip()))
-        return p
+    full_env = dict(os.environ, **env) if env else None
     with open(log, "a") as f:
         f.write("$ %s\n" % " ".join(cmd))
         f.flush()
-        p = subprocess.Popen(cmd, cwd=cwd, env=full_env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             errors="replace")
-        start = time.time()
-        for line in p.stdout:
-            f.write(line)
-            if not quiet:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-            if timeout and time.time() - start > timeout:
+        p = subprocess.Popen(list(cmd), cwd=cwd, env=full_env,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+        assert p.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(p.stdout, selectors.EVENT_READ)
+        deadline = time.time() + timeout if timeout else None
+        pending = b""
+        try:
+            while True:
+                wait = min(5.0, deadline - time.time()) if deadline else 5.0
+                if wait <= 0:
+                    return None
+                if not sel.select(wait):
+                    if progress:
+                        progress.line("")
+                    continue
+                chunk = os.read(p.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    line = raw.decode(errors="replace") + "\n"
+                    f.write(line)
+                    if progress:
+                        progress.line(line)
+            f.write(pending.decode(errors="replace"))
+            return p.wait()
+        finally:
+            sel.close()
+            if p.poll() is None:
                 p.kill()
-        p.stdout.close()
-        rc = p.wait()
-    if check and rc != 0:
-        raise StageError(step, "command failed (%d): %s" % (rc, " ".join(cmd)),
-                         log)
-    return rc
+                p.wait()
+            p.stdout.close()
 
 
-def read_kv(path):
+def run(cmd: Sequence[str], step: str, log: str, cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None) -> None:
+    """Run cmd with its output in log; a non-zero exit is a StageError
+    naming the step and the log."""
+    rc = stream(cmd, log, cwd=cwd, env=env)
+    if rc != 0:
+        raise StageError(step, "%s failed (%s)" % (" ".join(cmd[:3]), rc), log)
+
+
+def read_kv(path: str) -> dict[str, str]:
     """Read a KEY=VALUE file (comments with #)."""
     out = {}
     with open(path) as f:
@@ -109,10 +206,9 @@ def read_kv(path):
     return out
 
 
-def write_kv(path, kv, header=None):
+def write_kv(path: str, kv: Mapping[str, str], header: str) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        if header:
-            f.write("# %s\n" % header)
+        f.write("# %s\n" % header)
         for k, v in kv.items():
             f.write("%s=%s\n" % (k, v))

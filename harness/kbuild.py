@@ -1,18 +1,76 @@
 """Build stage: kbuild with O=, all cores, ccache; progress on stdout,
-the full log in build/logs/build-<tree>-<config>.log."""
+the full log in build/logs/build-<tree>-<config>.log.
+
+Every O= dir carries a stamp, harness.stamp: the tree's commit, a hash of
+its uncommitted changes and a hash of the config's fragments.  It is
+removed before a build and written after a successful one; a boot checks
+it against the tree as it is now and refuses a kernel built from anything
+else.
+"""
+import dataclasses
 import os
 import re
-import subprocess
-import sys
-import time
 
+import gitrepo
 import kconfig
-from common import StageError, info, log_path
+from common import Progress, StageError, log_path, read_kv, rel, say, stream, write_kv
 
 ERROR_RE = re.compile(r"(error:|Error \d|undefined reference|\*\*\* )")
+STAMP = "harness.stamp"
 
 
-def first_error(log):
+@dataclasses.dataclass(frozen=True)
+class Stamp:
+    commit: str
+    diff: str
+    fragments: str
+
+    def describe(self) -> str:
+        return "%s%s, configs/ %s" % (self.commit[:12], " + uncommitted changes"
+                                     if self.diff else "", self.fragments)
+
+
+def current_stamp(config: str, t: kconfig.Tree, step: str) -> Stamp:
+    """The stamp a kernel built from the tree as it is now would carry."""
+    return Stamp(gitrepo.git(t.src, step, "rev-parse", "HEAD").strip(),
+                 gitrepo.diff_digest(t.src, step), kconfig.fragment_digest(config))
+
+
+def read_stamp(out: str) -> Stamp | None:
+    path = os.path.join(out, STAMP)
+    if not os.path.exists(path):
+        return None
+    kv = read_kv(path)
+    return Stamp(kv.get("COMMIT", ""), kv.get("DIFF", ""), kv.get("FRAGMENTS", ""))
+
+
+def write_stamp(out: str, stamp: Stamp) -> None:
+    write_kv(os.path.join(out, STAMP), {"COMMIT": stamp.commit, "DIFF": stamp.diff,
+                                        "FRAGMENTS": stamp.fragments},
+             "written by ./bulk build: what this kernel was built from")
+
+
+def check_stamp(config: str, tree_name: str, step: str) -> str:
+    """The O= dir of a kernel built from the tree as it is now; otherwise
+    a StageError saying what was built and what to run."""
+    t = kconfig.tree(tree_name)
+    out = t.out_dir(config)
+    want = current_stamp(config, t, step)
+    have = read_stamp(out)
+    again = "run ./bulk build %s%s" % (
+        config, " --tree " + tree_name if tree_name != "linux" else "")
+    if have is None:
+        raise StageError(step, "no kernel of %s is built from %s at %s: %s"
+                         % (config, tree_name, want.describe(), again))
+    if have != want:
+        raise StageError(step, "the %s kernel in %s was built from %s, the "
+                         "tree is at %s: %s" % (config, rel(out),
+                                                have.describe(),
+                                                want.describe(), again))
+    return out
+
+
+def first_error(log: str) -> str | None:
     with open(log, errors="replace") as f:
         for line in f:
             if ERROR_RE.search(line):
@@ -20,31 +78,33 @@ def first_error(log):
     return None
 
 
-def build(name, tree="linux", targets=("bzImage", "modules"), label=None):
-    out = kconfig.configure(name, tree)
-    log = log_path("build-%s-%s.log" % (tree, name))
-    cmd = kconfig.make_cmd(name, tree, "-j%d" % os.cpu_count(), *targets)
-    label = label or "%s-%s" % (tree, name)
-    env = dict(os.environ, CCACHE_BASEDIR=os.path.dirname(kconfig.tree_dir(tree)))
-    start = time.time()
-    lines, last = 0, ""
-    shown = start
-    with open(log, "w") as f:
-        f.write("$ %s\n" % " ".join(cmd))
-        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, errors="replace", env=env)
-        for line in p.stdout:
-            f.write(line)
-            lines += 1
-            if line.lstrip().startswith(("CC", "LD", "AR", "AS")):
-                last = line.strip()
-            now = time.time()
-            if now - shown >= 20 and sys.stdout.isatty() or now - shown >= 60:
-                info("build %s: %4ds, %d lines, %s" % (label, now - start, lines, last))
-                shown = now
-        rc = p.wait()
+def is_build_line(line: str) -> bool:
+    return line.lstrip().startswith(("CC", "LD", "AR", "AS"))
+
+
+def build(config: str, tree_name: str = "linux",
+          label: str | None = None) -> str:
+    """Configure and build bzImage and modules; returns the O= dir."""
+    out = kconfig.configure(config, tree_name)
+    t = kconfig.tree(tree_name)
+    stamp_path = os.path.join(out, STAMP)
+    if os.path.exists(stamp_path):
+        os.remove(stamp_path)
+    stamp = current_stamp(config, t, "build")
+    log = log_path("build-%s-%s.log" % (tree_name, config))
+    open(log, "w").close()
+    label = label or "%s-%s" % (tree_name, config)
+    progress = Progress("build " + label, is_build_line,
+                        every=20 if os.isatty(1) else 60)
+    rc = stream(kconfig.make_cmd(t, config, "-j%d" % (os.cpu_count() or 1),
+                                 "bzImage", "modules"), log,
+                env={"CCACHE_BASEDIR": t.ccache_base}, progress=progress)
     if rc != 0:
         err = first_error(log) or "(no compiler error line found)"
         raise StageError("build", "%s failed: %s" % (label, err), log)
-    info("build %s: done in %ds" % (label, time.time() - start))
+    if current_stamp(config, t, "build") != stamp:
+        raise StageError("build", "%s: the tree changed during the build; "
+                         "build again" % label, log)
+    write_stamp(out, stamp)
+    say("build %s: done in %ds" % (label, progress.elapsed()))
     return out

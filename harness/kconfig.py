@@ -1,13 +1,22 @@
 """Config stage: allnoconfig + fragments from configs/, then verify.
 
-A config name maps to a list of fragments.  The merged fragment is given to
-kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles the rest,
-and every requested line is checked against the resulting .config.
+A config name maps to a list of fragments, merged by the kernel's
+scripts/kconfig/merge_config.sh (-m: merge only).  The merged fragment is
+given to kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles
+the rest, and kunit_config (tools/testing/kunit) parses both and checks
+that the fragment is a subset of the result.  On top of that: every symbol
+of the fragment must exist in the tree, except the series' own two, which
+appear with their patches.
 """
+import dataclasses
+import hashlib
+import importlib.util
 import os
-import subprocess
+import re
+from types import ModuleType
 
-from common import BUILD, CONFIGS, StageError, info, log_path, need_tools, run
+from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
+                    TREE, StageError, capture, log_path, need_tools, rel, run, say)
 
 CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
@@ -19,7 +28,10 @@ CONFIG_SETS = {
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
 }
-ALLOCATOR = {name: name.split("-")[0] for name in CONFIG_SETS}
+# Symbols the series adds (its KUnit suite and benchmark module): they do
+# not exist on the base or before their patch.  Any other unknown symbol
+# is a typo.
+SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH")
 # The KBUILD_BUILD_* values make the image depend on the sources alone
 # (Documentation/kbuild/reproducible-builds.rst). That includes the build
 # number, which otherwise counts the links made in an output dir: it ends
@@ -29,97 +41,157 @@ ALLOCATOR = {name: name.split("-")[0] for name in CONFIG_SETS}
 MAKE_VARS = ["ARCH=x86_64", "CC=ccache gcc", "HOSTCC=ccache gcc",
              "KBUILD_BUILD_USER=harness", "KBUILD_BUILD_HOST=slab-bulk",
              "KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_VERSION=1"]
+SYMBOL_RE = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$", re.M)
 
 
-def tree_dir(tree):
-    return os.path.join(BUILD, tree)
+@dataclasses.dataclass(frozen=True)
+class Tree:
+    """A source tree and where its kernels are built (O= dirs)."""
+    name: str
+    src: str
+    out_root: str
+    # CCACHE_BASEDIR: every tree's O= dir sits at ../../linux* from its
+    # source, so ccache shares objects between trees.
+    ccache_base: str
+
+    def out_dir(self, config: str) -> str:
+        return os.path.join(self.out_root, "%s-%s" % (
+            os.path.basename(self.src), config))
 
 
-def out_dir(name, tree="linux"):
-    return os.path.join(BUILD, "o", "%s-%s" % (tree, name))
+TREES = {t.name: t for t in (
+    Tree("linux", TREE, os.path.join(BUILD, "o"), BUILD),
+    Tree("linux-base", BENCH_BASE_TREE, os.path.join(BUILD, "o"), BUILD),
+    Tree("bisect", BISECT_TREE, os.path.join(BISECT_ROOT, "o"), BISECT_ROOT),
+)}
 
 
-def parse_config(text):
-    """{'CONFIG_X': 'y'|'m'|'n'|value} from .config or fragment text."""
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("# CONFIG_") and line.endswith(" is not set"):
-            out[line[2:-len(" is not set")]] = "n"
-        elif line.startswith("CONFIG_") and "=" in line:
-            k, _, v = line.partition("=")
-            out[k] = v
-    return out
+def tree(name: str) -> Tree:
+    if name not in TREES:
+        raise StageError("config", "unknown tree '%s'; known: %s" % (
+            name, ", ".join(TREES)))
+    return TREES[name]
 
 
-def mismatches(requested, actual):
-    """Lines of the fragment that did not take effect, as messages."""
-    bad = []
-    for k, want in requested.items():
-        got = actual.get(k, "n")
-        if want.strip('"') != got.strip('"'):
-            bad.append("%s: requested %s, got %s" % (
-                k, want, "not set" if got == "n" else got))
-    return bad
-
-
-def defined_in_tree(symbol, tree):
-    """Is CONFIG_<symbol> declared by some Kconfig file of the tree?"""
-    name = symbol[len("CONFIG_"):]
-    p = subprocess.run(["git", "grep", "-q", "-E",
-                        r"^\s*(menu)?config\s+%s\s*$" % name, "--", "*Kconfig*"],
-                       cwd=tree_dir(tree))
-    return p.returncode != 1
-
-
-def fragment_text(name):
+def fragment_files(name: str) -> list[str]:
     if name not in CONFIG_SETS:
         raise StageError("config", "unknown config '%s'; known: %s" % (
             name, ", ".join(sorted(CONFIG_SETS))))
-    parts = []
-    for frag in CONFIG_SETS[name]:
-        path = os.path.join(CONFIGS, frag + ".config")
+    paths = [os.path.join(CONFIGS, frag + ".config") for frag in CONFIG_SETS[name]]
+    for path in paths:
         if not os.path.exists(path):
             raise StageError("config", "missing fragment %s" % path)
+    return paths
+
+
+def fragment_digest(name: str) -> str:
+    """What a kernel's stamp records of its config: the fragments' text."""
+    h = hashlib.sha256()
+    for path in fragment_files(name):
+        with open(path, "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+def kunit_config(src: str) -> ModuleType:
+    """The tree's tools/testing/kunit/kunit_config.py."""
+    path = os.path.join(src, "tools", "testing", "kunit", "kunit_config.py")
+    spec = importlib.util.spec_from_file_location("kunit_config", path)
+    if spec is None or spec.loader is None or not os.path.exists(path):
+        raise StageError("config", "%s missing: run ./bulk tree" % path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def declared_symbols(src: str) -> set[str]:
+    """Every symbol some Kconfig file of the tree declares."""
+    out = capture(["git", "grep", "-h", "-E", r"^\s*(menu)?config\s+\w+\s*$",
+                   "--", "*Kconfig*"], "config", cwd=src)
+    return set(SYMBOL_RE.findall(out))
+
+
+def parse(kc: ModuleType, text: str, what: str) -> dict[str, str]:
+    """{'X': value} of CONFIG_X lines ('n' for 'is not set'); a line that
+    is neither such a line nor a comment is an error."""
+    try:
+        return {e.name: e.value for e in kc.parse_from_string(text).as_entries()}
+    except kc.KconfigParseError as e:
+        raise StageError("config", "%s: %s" % (what, e)) from None
+
+
+def requested(name: str, src: str) -> dict[str, str]:
+    """The symbols a config's fragments set, parsed by the tree's
+    kunit_config."""
+    text = ""
+    for path in fragment_files(name):
         with open(path) as f:
-            parts.append("# --- %s\n%s" % (frag, f.read()))
-    return "\n".join(parts)
+            text += f.read() + "\n"
+    return parse(kunit_config(src), text, "configs/ for %s" % name)
 
 
-def make_cmd(name, tree, *targets):
+def verify(kc: ModuleType, requested_text: str, actual_text: str,
+           declared: set[str], what: str) -> list[str]:
+    """Problems of a fragment against the resulting .config, as messages
+    ([] when it took effect)."""
+    requested = parse(kc, requested_text, what)
+    unknown = sorted(set(requested) - declared - set(SERIES_SYMBOLS))
+    if unknown:
+        return ["CONFIG_%s: no such symbol in this tree (misspelled?)" % s
+                for s in unknown]
+    wanted = kc.parse_from_string("\n".join(
+        "CONFIG_%s=%s" % (k, v) if v != "n" else "# CONFIG_%s is not set" % k
+        for k, v in requested.items() if k in declared))
+    actual = kc.parse_from_string(actual_text)
+    if wanted.is_subset_of(actual):
+        return []
+    got = {e.name: e.value for e in actual.as_entries()}
+    return ["CONFIG_%s: requested %s, got %s" % (
+        k, v, "not set" if got.get(k, "n") == "n" else got[k])
+        for k, v in requested.items()
+        if k in declared and v != got.get(k, "n")]
+
+
+def make_cmd(t: Tree, config: str, *targets: str) -> list[str]:
     need_tools("config", ["make", "gcc", "ccache", "flex", "bison", "bc"])
-    src = tree_dir(tree)
-    if not os.path.exists(os.path.join(src, "Makefile")):
-        raise StageError("config", "no kernel tree at %s (run ./bulk tree)" % src)
-    return ["make", "-C", src, "O=" + out_dir(name, tree)] + MAKE_VARS + list(targets)
+    if not os.path.exists(os.path.join(t.src, "Makefile")):
+        raise StageError("config", "no kernel tree at %s (run ./bulk tree)" % t.src)
+    return ["make", "-C", t.src, "O=" + t.out_dir(config)] + MAKE_VARS + list(targets)
 
 
-def configure(name, tree="linux"):
-    """Write and verify build/o/<tree>-<name>/.config.
+def configure(name: str, tree_name: str = "linux") -> str:
+    """Write and verify the .config of build/o/<tree>-<name>.
 
     Runs every time (a few seconds): whether a fragment line can take effect
     depends on the tree's Kconfig files as well, which move with the series.
     kbuild rewrites include/generated/autoconf.h only when it changes, so an
     unchanged result costs no rebuild."""
-    text = fragment_text(name)
-    out = out_dir(name, tree)
+    t = tree(tree_name)
+    files = fragment_files(name)
+    out = t.out_dir(name)
     os.makedirs(out, exist_ok=True)
-    frag = os.path.join(out, "harness.fragment")
-    with open(frag, "w") as f:
-        f.write(text)
-    log = log_path("config-%s-%s.log" % (tree, name))
+    log = log_path("config-%s-%s.log" % (tree_name, name))
     open(log, "w").close()
-    run(make_cmd(name, tree, "KCONFIG_ALLCONFIG=" + frag, "allnoconfig"),
-        "config", log=log, quiet=True)
-    run(make_cmd(name, tree, "olddefconfig"), "config", log=log, quiet=True)
+    frag = os.path.join(out, "harness.fragment")
+    run([os.path.join(t.src, "scripts", "kconfig", "merge_config.sh"), "-m"]
+        + files, "config", log, cwd=out, env={"KCONFIG_CONFIG": frag})
+    run(make_cmd(t, name, "KCONFIG_ALLCONFIG=" + frag, "allnoconfig"),
+        "config", log)
+    run(make_cmd(t, name, "olddefconfig"), "config", log)
+    with open(frag) as f:
+        requested = f.read()
     with open(os.path.join(out, ".config")) as f:
-        bad = mismatches(parse_config(text), parse_config(f.read()))
-    # Symbols the series adds (its test and benchmark modules) do not exist
-    # at earlier patches or on the base: those lines cannot take effect.
-    bad = [b for b in bad if defined_in_tree(b.split(":")[0], tree)]
+        actual = f.read()
+    bad = verify(kunit_config(t.src), requested, actual,
+                 declared_symbols(t.src), "configs/ for %s" % name)
     if bad:
-        raise StageError("config", "%s: %d option(s) did not take effect:\n  %s"
-                         % (name, len(bad), "\n  ".join(bad)), log)
-    info("config: %s (%s) ok -> %s" % (name, " + ".join(CONFIG_SETS[name]),
-                                      os.path.relpath(out, os.getcwd())))
+        raise StageError("config", "%s: %d line(s) of configs/ did not take "
+                         "effect" % (name, len(bad)), log, "\n".join(bad))
+    say("config: %s (%s) ok -> %s" % (name, " + ".join(CONFIG_SETS[name]),
+                                     rel(out)))
     return out
+
+
+def listing() -> str:
+    """The configs and their fragments (./bulk config --list)."""
+    return "\n".join("%-12s %s" % (n, " + ".join(f)) for n, f in CONFIG_SETS.items())

@@ -2,191 +2,168 @@
 each module's KTAP output with the kernel's own kunit.py parser.
 
 The suites are modules (=m in the configs) so that one kernel per config
-serves the boot smoke test, KUnit and the benchmark.
+serves the boot smoke test, KUnit and the benchmark.  KUNIT_RUNS are the
+runs the test command makes at the tip; kunit_each makes some of them at
+every patch.
 """
+import dataclasses
 import json
 import os
 import subprocess
+from typing import Any
 
 import boot
 import kconfig
-from common import REPO, RESULTS, StageError, info, log_path
+from common import StageError, log_path, say
 
-# Test modules, in load order.  Only those built in a config are loaded.
+# Test modules, in load order, with the Kconfig symbol that builds each.
 # The contract suite goes last: the KASAN report that one of its cases must
 # provoke turns lockdep off for the rest of the boot.
-KUNIT_MODULES = ["slub_kunit", "slab_bulk_kunit"]
+KUNIT_MODULES = {"slub_kunit": "SLUB_KUNIT_TEST",
+                 "slab_bulk_kunit": "SLAB_BULK_KUNIT_TEST"}
+CONTRACT_SUITE = "slab_bulk_kunit"
 
 
-def split_by_module(text, modules):
+@dataclasses.dataclass(frozen=True)
+class KunitRun:
+    """One boot: config, QEMU mode and extra kernel command line."""
+    config: str
+    mode: str
+    append: str = ""
+
+    def name(self) -> str:
+        return "%s %s%s" % (self.config, self.mode,
+                            " " + self.append if self.append else "")
+
+
+# init_on_free gets runs of its own: init_on_alloc would zero what it
+# failed to wipe, and slab poisoning (slub_debug=P) opts caches out of it.
+# KASAN prints only its first report unless kasan_multi_shot is given, and
+# the contract suite provokes one (an expected double free): without it, a
+# real report after that one would go unseen.
+KUNIT_RUNS = [
+    KunitRun("slub", "exact"),
+    KunitRun("slub", "exact", "slub_debug=FZPU"),
+    KunitRun("slub", "exact", "init_on_alloc=1"),
+    KunitRun("slub", "exact", "init_on_free=1"),
+    KunitRun("slub", "smp"),
+    KunitRun("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot"),
+    KunitRun("slab", "exact"),
+    KunitRun("slab", "exact", "init_on_alloc=1"),
+    KunitRun("slab", "exact", "init_on_free=1"),
+    KunitRun("slab", "smp"),
+    KunitRun("slab-debug", "exact", "harness.cgroup=kunit"),
+    KunitRun("slob", "exact"),
+    KunitRun("slob", "smp"),
+]
+
+
+@dataclasses.dataclass
+class SuiteCounts:
+    passed: int = 0
+    skipped: int = 0
+    failed: list[str] = dataclasses.field(default_factory=list)
+
+    def summary(self) -> str:
+        return "%d passed, %d skipped, %d failed" % (
+            self.passed, self.skipped, len(self.failed))
+
+
+@dataclasses.dataclass
+class KunitResult:
+    ok: bool
+    log: str
+    problems: list[str]
+    suites: dict[str, SuiteCounts]
+
+    def summary(self) -> str:
+        return "; ".join("%s %s" % (m, c.summary()) for m, c in self.suites.items())
+
+
+def split_by_module(text: str, modules: list[str]) -> dict[str, str]:
     """Console text of each 'harness: loading <mod>' .. next marker."""
-    parts, cur, buf = {}, None, []
+    parts: dict[str, list[str]] = {}
+    cur = None
     for line in text.splitlines():
         if "harness: loading " in line:
-            if cur:
-                parts[cur] = "\n".join(buf)
             cur = line.split("harness: loading ", 1)[1].split()[0]
-            buf = []
+            parts[cur] = []
         elif cur:
-            buf.append(line)
-    if cur:
-        parts[cur] = "\n".join(buf)
-    return {m: parts.get(m, "") for m in modules}
+            parts[cur].append(line)
+    return {m: "\n".join(parts.get(m, [])) for m in modules}
 
 
-def count(node, acc):
+def count(node: dict[str, Any], acc: SuiteCounts) -> SuiteCounts:
     """Add the leaf test cases of a kunit.py JSON tree to acc."""
     for case in node.get("test_cases", []):
-        acc[case.get("status", "FAIL")] = acc.get(case.get("status", "FAIL"), 0) + 1
-        if case.get("status") not in ("PASS", "SKIP"):
-            acc.setdefault("failed", []).append(case.get("name"))
+        status = case.get("status")
+        if status == "PASS":
+            acc.passed += 1
+        elif status == "SKIP":
+            acc.skipped += 1
+        else:
+            acc.failed.append(case.get("name", "?"))
     for sub in node.get("sub_groups", []):
         count(sub, acc)
     return acc
 
 
-def parse(tree, text, name):
-    """Run kunit.py parse on text; returns (ok, counts, stdout)."""
-    src = kconfig.tree_dir(tree)
-    kunit_py = os.path.join(src, "tools", "testing", "kunit", "kunit.py")
+def parse(kunit_py: str, text: str, name: str) -> tuple[bool, SuiteCounts]:
+    """Run the kernel's kunit.py parse on text; (ok, counts).  Its output
+    goes to build/logs/kunit-<name>.txt and .json."""
     jpath = log_path("kunit-%s.json" % name)
+    if os.path.exists(jpath):
+        os.remove(jpath)
     p = subprocess.run(["python3", kunit_py, "parse", "--json=" + jpath],
-                       input=text, capture_output=True, text=True, cwd=src)
-    counts = {}
+                       input=text, capture_output=True, text=True,
+                       cwd=os.path.dirname(kunit_py))
+    with open(log_path("kunit-%s.txt" % name), "w") as f:
+        f.write(p.stdout + p.stderr)
+    counts = SuiteCounts()
     if os.path.exists(jpath):
         with open(jpath) as f:
             try:
-                counts = count(json.load(f), {})
+                count(json.load(f), counts)
             except ValueError:
-                counts = {}
-    ok = p.returncode == 0 and counts.get("PASS", 0) + counts.get("SKIP", 0) > 0 \
-        and not counts.get("failed")
-    return ok, counts, p.stdout + p.stderr
+                pass
+    ok = p.returncode == 0 and counts.passed + counts.skipped > 0 \
+        and not counts.failed
+    return ok, counts
 
 
-def run(config, tree="linux", mode="exact", append="", modules=None):
-    out = kconfig.out_dir(config, tree)
-    built = boot.built_modules(out)
-    mods = [m for m in (modules or KUNIT_MODULES) if m in built]
+def expected_modules(config: str, tree: str) -> list[str]:
+    """The KUnit modules a config builds at this point of the series: the
+    config asks for them and the tree declares their symbol."""
+    src = kconfig.tree(tree).src
+    declared = kconfig.declared_symbols(src)
+    wanted = kconfig.requested(config, src)
+    return [m for m, sym in KUNIT_MODULES.items()
+            if wanted.get(sym) == "m" and sym in declared]
+
+
+def run(r: KunitRun, tree: str = "linux") -> KunitResult:
+    """Boot r's kernel with its KUnit modules and parse each."""
+    mods = expected_modules(r.config, tree)
     if not mods:
-        raise StageError("kunit", "no KUnit test module built in %s" % out)
-    tag = "kunit-%s%s" % (mode, "-" + append.replace(" ", "_").replace("=", "")
-                          if append else "")
-    res = boot.boot(config, tree, mode, mods, append, tag=tag, allow_fail=True)
-    with open(res["log"], errors="replace") as f:
+        raise StageError("kunit", "no KUnit suite in %s at this point of the "
+                         "series" % r.config)
+    tag = "kunit-%s%s" % (r.mode, "-" + r.append.replace(" ", "_").replace(
+        "=", "") if r.append else "")
+    res = boot.boot(r.config, tree, r.mode, mods, r.append, tag=tag,
+                    allow_fail=True)
+    assert res is not None
+    with open(res.log, errors="replace") as f:
         text = f.read()
-    summary = {"ok": not res["problems"], "suites": {}, "log": res["log"],
-               "problems": list(res["problems"])}
+    kunit_py = os.path.join(kconfig.tree(tree).src, "tools", "testing",
+                            "kunit", "kunit.py")
+    out = KunitResult(not res.problems, res.log, list(res.problems), {})
     for mod, part in split_by_module(text, mods).items():
-        ok, counts, out_text = parse(tree, part, "%s-%s-%s-%s" % (
-            tree, config, tag, mod))
-        with open(log_path("kunit-%s-%s-%s-%s.txt" % (tree, config, tag, mod)),
-                  "w") as f:
-            f.write(out_text)
-        summary["suites"][mod] = counts
+        ok, counts = parse(kunit_py, part, "%s-%s-%s-%s" % (
+            tree, r.config, tag, mod))
+        out.suites[mod] = counts
         if not ok:
-            summary["ok"] = False
-            summary["problems"].append("%s: %s" % (mod, "failed: " + ", ".join(
-                counts.get("failed", [])) if counts.get("failed")
-                else "no parsable KTAP result"))
-        info("kunit %s-%s %s: %s passed, %s skipped, %d failed" % (
-            tree, config, mod, counts.get("PASS", 0), counts.get("SKIP", 0),
-            len(counts.get("failed", []))))
-    return summary
-
-
-SUITE_SRC = os.path.join("lib", "slab_bulk_kunit.c")
-
-
-def each_patch_runs():
-    """The runs of each_patch(), taken from the test command's KUnit runs:
-    SLUB without extra options (exact and smp) and slub-debug (KASAN,
-    lockdep), as issue 5 asks of every patch."""
-    import testcmd
-    return [r for r in testcmd.KUNIT_RUNS
-            if (r[0] == "slub" and not r[2]) or r[0] == "slub-debug"]
-
-
-def each_patch_rows(commits, subjects, has_suite, run_one, runs):
-    """Rows (commit, subject, run name, status, detail) for every commit and
-    every (config, mode, append) of @runs; run_one(commit, config, mode,
-    append) returns a kunit.run() summary or raises StageError.  A commit
-    without the suite gets one SKIP row."""
-    rows = []
-    for c, subj in zip(commits, subjects):
-        if not has_suite(c):
-            rows.append((c, subj, "-", "SKIP", "no contract suite at this patch"))
-            continue
-        for config, mode, append in runs:
-            name = "%s %s" % (config, mode)
-            try:
-                s = run_one(c, config, mode, append)
-            except StageError as e:
-                rows.append((c, subj, name, "FAIL", "; ".join(
-                    line.strip() for line in str(e).splitlines() if line.strip())))
-                continue
-            suite = s["suites"].get("slab_bulk_kunit", {})
-            detail = "%d passed, %d skipped, %d failed" % (
-                suite.get("PASS", 0), suite.get("SKIP", 0),
-                len(suite.get("failed", [])))
-            if not s["ok"]:
-                detail += "; " + "; ".join(s["problems"]) + "; log: " + \
-                    os.path.relpath(s["log"], REPO)
-            rows.append((c, subj, name, "PASS" if s["ok"] else "FAIL", detail))
-    return rows
-
-
-def each_patch_markdown(rows):
-    out = ["# Contract suite at every patch", "",
-           "`./bulk kunit-each`: for every commit of build/linux (base..series), "
-           "builds `slub` and `slub-debug` and runs the KUnit modules as `./bulk kunit` does; "
-           "the counts are the contract suite's (`slab_bulk_kunit`).", "",
-           "| # | patch | run | status | slab_bulk_kunit |", "|---:|---|---|---|---|"]
-    num = {}
-    for c, subj, name, status, detail in rows:
-        num.setdefault(c, len(num) + 1)
-        out.append("| %d | %s | %s | %s | %s |" % (num[c], subj.replace("|", "\\|"),
-                                                   name, status, detail))
-    return "\n".join(out) + "\n"
-
-
-def each_patch():
-    """./bulk kunit-each: the contract suite at every patch of the series.
-    Writes results/kunit-each-patch.md; returns the number of failed rows."""
-    import kbuild
-    import tree
-    tree.create()
-    commits = tree.tree_commits()
-    src = kconfig.tree_dir("linux")
-    subjects = [subprocess.run(["git", "log", "-1", "--format=%s", c], cwd=src,
-                               capture_output=True, text=True).stdout.strip()
-                for c in commits]
-
-    def has_suite(c):
-        return subprocess.run(["git", "cat-file", "-e", "%s:%s" % (c, SUITE_SRC)],
-                              cwd=src, capture_output=True).returncode == 0
-
-    built = {}
-
-    def run_one(c, config, mode, append):
-        if built.get(config) != c:
-            subprocess.run(["git", "checkout", "-q", "--detach", c], cwd=src,
-                           check=True)
-            kbuild.build(config, label="%s@%s" % (config, c[:12]))
-            built[config] = c
-        return run(config, "linux", mode, append)
-
-    try:
-        rows = each_patch_rows(commits, subjects, has_suite, run_one,
-                               each_patch_runs())
-    finally:
-        subprocess.run(["git", "checkout", "-q", "series"], cwd=src)
-    path = os.path.join(RESULTS, "kunit-each-patch.md")
-    with open(path, "w") as f:
-        f.write(each_patch_markdown(rows))
-    failed = [r for r in rows if r[3] == "FAIL"]
-    info("kunit-each: %d rows, %d failed; %s" % (len(rows), len(failed),
-                                                 os.path.relpath(path, REPO)))
-    for r in failed:
-        info("FAIL %s %s: %s" % (r[1], r[2], r[4]))
-    return len(failed)
+            out.ok = False
+            out.problems.append("%s: %s" % (mod, "failed: " + ", ".join(
+                counts.failed) if counts.failed else "no parsable KTAP result"))
+        say("kunit %s-%s %s: %s" % (tree, r.config, mod, counts.summary()))
+    return out

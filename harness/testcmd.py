@@ -1,300 +1,201 @@
-"""The test command (./bulk test; .ci/run calls it).
+"""The test command (./bulk test; .ci/run calls it): plans its steps from
+patches/ and configs/, runs them, and ends with one line
+'N passed, N failed, N skipped'.  The summary also goes to
+build/logs/test.json.
 
-Steps, each reported as PASS/FAIL/SKIP with the log to read:
-  setup      apt packages present
-  unit       the harness's own unit tests (tests/)
-  base       the installed linux-source-6.1 is the recorded one (drift: say so)
-  apply      build/linux = base + git am patches/
-  checkpatch scripts/checkpatch.pl --strict on every patch: 0/0/0
-  bisect     every patch builds on SLUB; patches touching code shared with
-             SLAB/SLOB build there too; the full series builds on all three
-  debug      the full series builds with the debug configs
-  kunit      KUnit suites (kunit.py parse) on SLUB, SLAB, SLOB and variants
-  boot       smoke boot in exact and smp mode
-  bench      the benchmark module runs in quick mode and its output parses
-Ends with one line 'N passed, N failed, N skipped'.
+A step that cannot run because something is missing (a tree, a kernel)
+FAILS and says what to run; SKIP means the step's subject is not in the
+series yet.
 """
-import contextlib
 import os
 import subprocess
 import time
-import unittest
+from functools import partial
 
-from common import REPO, StageError, TREE, info, log_path
+import base
+import bisectplan
+import boot
+import checkpatch
+import gitrepo
+import kbuild
+import kconfig
+import kunit
+import measure
+import packages
+import steps
+import tree
+import unitrun
+from common import PATCHES, REPO, TREE, StageError, log_path, rel
+from steps import Skip, Step
 
-GROUPS = ["setup", "unit", "base", "apply", "checkpatch", "bisect", "debug",
-          "kunit", "boot", "bench"]
-# Files private to one allocator: a patch touching only these (and docs)
-# need not be built on the other allocators' configs.
-PRIVATE = {
-    "slub": ("mm/slub.c", "include/linux/slub_def.h", "lib/slub_kunit.c"),
-    "slab": ("mm/slab.c", "include/linux/slab_def.h"),
-    "slob": ("mm/slob.c",),
+GROUPS = {
+    "setup": "the apt packages are installed",
+    "unit": "the harness's unit tests, its import graph, mypy over harness/",
+    "base": "build/linux holds linux-source-6.1 tagged base; no BASE DRIFT",
+    "apply": "the series applies with git am",
+    "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
+    "bisect": "every patch builds where it matters; the tip on all three",
+    "debug": "the tip builds with the debug configs",
+    "kunit": "the KUnit suites on every config and variant",
+    "boot": "smoke boots in exact and smp mode",
+    "bench": "the benchmark module's quick run parses",
 }
-DOC_PREFIXES = ("Documentation/", "MAINTAINERS")
-# KUnit runs: (config, mode, extra kernel command line).  init_on_free
-# gets runs of its own: init_on_alloc would zero what it failed to wipe,
-# and slab poisoning (slub_debug=P) opts caches out of it.  KASAN prints
-# only its first report unless kasan_multi_shot is given, and the contract
-# suite provokes one (an expected double free): without it, a real report
-# after that one would go unseen.
-KUNIT_RUNS = [
-    ("slub", "exact", ""),
-    ("slub", "exact", "slub_debug=FZPU"),
-    ("slub", "exact", "init_on_alloc=1"),
-    ("slub", "exact", "init_on_free=1"),
-    ("slub", "smp", ""),
-    ("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot"),
-    ("slab", "exact", ""),
-    ("slab", "exact", "init_on_alloc=1"),
-    ("slab", "exact", "init_on_free=1"),
-    ("slab", "smp", ""),
-    ("slab-debug", "exact", "harness.cgroup=kunit"),
-    ("slob", "exact", ""),
-    ("slob", "smp", ""),
-]
-BENCH_MODULE = "slab_bulk_bench"
+SUMMARY = "test.json"
 
 
-class Report:
-    def __init__(self):
-        self.rows = []
-
-    def add(self, group, name, status, detail=""):
-        self.rows.append((group, name, status, detail))
-        line = "%-4s %s: %s" % (status, group, name)
-        if detail:
-            line += "\n     " + detail.replace("\n", "\n     ")
-        info(line)
-
-    def counts(self):
-        c = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-        for r in self.rows:
-            c[r[2]] += 1
-        return c
-
-
-def step(report, group, name, fn, *args, **kw):
-    """Run fn; PASS unless it raises.  Returns fn's value or None."""
-    try:
-        value = fn(*args, **kw)
-    except StageError as e:
-        report.add(group, name, "FAIL", str(e))
-        return None
-    except Exception as e:  # a harness bug must still name the step
-        report.add(group, name, "FAIL", "%s: %s" % (type(e).__name__, e))
-        return None
-    report.add(group, name, "PASS")
-    return value if value is not None else True
-
-
-def files_of(commit):
-    out = subprocess.run(["git", "show", "--format=", "--name-only", commit],
-                         cwd=TREE, capture_output=True, text=True).stdout
-    return [l for l in out.splitlines() if l]
-
-
-def needs_build(config, files):
-    """Does a patch touching files need building on this allocator?"""
-    if config == "slub":
-        return True
-    others = [p for a, ps in PRIVATE.items() if a != config for p in ps]
-    return any(not f.startswith(DOC_PREFIXES) and f not in others for f in files)
-
-
-def checkpatch(patch):
-    patch = os.path.abspath(patch)
-    # Debian's python3 first: scripts/spdxcheck.py needs its python3-ply
-    # and python3-git, which another python3 on PATH may lack.
-    env = dict(os.environ, PATH="/usr/bin:" + os.environ.get("PATH", ""))
-    p = subprocess.run(["perl", "scripts/checkpatch.pl", "--strict",
-                        "--color=never", patch], cwd=TREE, env=env,
-                       capture_output=True, text=True)
-    if "Traceback" in p.stderr:
-        raise StageError("checkpatch", "checkpatch.pl's helper failed (run "
-                         "./bulk setup):\n" + p.stderr.strip().splitlines()[-1])
-    verdict = [l for l in p.stdout.splitlines() if l.startswith("total:")]
-    log = log_path("checkpatch-%s.log" % os.path.basename(patch))
+def mypy() -> str:
+    """The type check of harness/."""
+    log = log_path("mypy.log")
+    files = sorted(os.path.join("harness", f) for f in os.listdir(
+        os.path.join(REPO, "harness")) if f.endswith(".py"))
+    p = subprocess.run(["mypy", "--python-version", "3.11",
+                        "--check-untyped-defs", "--cache-dir",
+                        os.path.join(os.path.dirname(log), "mypy-cache")] + files,
+                       cwd=REPO, capture_output=True, text=True)
     with open(log, "w") as f:
         f.write(p.stdout + p.stderr)
-    if p.returncode != 0 or not verdict or \
-            "0 errors, 0 warnings, 0 checks" not in verdict[0]:
-        issues = [l for l in p.stdout.splitlines()
-                  if l.startswith(("ERROR:", "WARNING:", "CHECK:"))]
-        raise StageError("checkpatch", "%s: %s\n%s" % (
-            os.path.basename(patch), verdict[0] if verdict else "no verdict",
-            "\n".join(issues[:10])), log)
+    if p.returncode != 0:
+        errors = [l for l in p.stdout.splitlines() if ": error:" in l]
+        raise StageError("unit", "mypy: %d error(s)" % len(errors), log,
+                         "\n".join(errors[:10]))
+    return p.stdout.strip().splitlines()[-1]
 
 
-def checkpatch_selftest():
-    """checkpatch must flag a patch with a known style warning; otherwise a
-    clean verdict on the series would mean nothing."""
-    bad = log_path("checkpatch-selftest.patch")
-    with open(bad, "w") as f:
-        f.write("From: Harness <harness@example.org>\n"
-                "Subject: [PATCH] mm/slub: selftest\n\n"
-                "Deliberately bad patch.\n\n"
-                "Signed-off-by: Harness <harness@example.org>\n---\n"
-                "diff --git a/mm/slub.c b/mm/slub.c\n"
-                "--- a/mm/slub.c\n+++ b/mm/slub.c\n"
-                "@@ -1,3 +1,4 @@\n"
-                " // SPDX-License-Identifier: GPL-2.0\n"
-                "+static int harness_selftest_value_with_a_long_name = 1; /* this comment pushes the added line well past the 100 column limit */\n"
-                " /*\n"
-                "  * SLUB: A slab allocator that limits cache line use instead of queuing\n")
-    try:
-        checkpatch(bad)
-    except StageError as e:
-        if "WARNING: line length" in str(e):
-            return
-        raise
-    raise StageError("checkpatch", "checkpatch.pl did not flag a patch with "
-                     "a line over 100 columns", bad)
+class Series:
+    """The commits of build/linux, once the series is known to be there."""
+
+    def __init__(self, patches: list[str]):
+        self.patches = patches
+        self.commits: list[str] | None = None
+
+    def apply(self) -> None:
+        tree.create()
+        self.get_commits()
+
+    def get_commits(self) -> list[str]:
+        if self.commits is None:
+            if not tree.is_exported_series():
+                raise StageError("apply", "build/linux is not base + patches/: "
+                                 "run ./bulk tree")
+            self.commits = gitrepo.commits(TREE, "apply")
+        return self.commits
 
 
-def unit_tests(report):
-    tests_dir = os.path.join(REPO, "tests")
-    suite = unittest.defaultTestLoader.discover(tests_dir,
-                                                top_level_dir=tests_dir)
-    tests = list(iter_tests(suite))  # running a suite empties it
-    log = log_path("unit.log")
-    with open(log, "w") as f, contextlib.redirect_stdout(f), \
-            contextlib.redirect_stderr(f):
-        res = unittest.TextTestRunner(stream=f, verbosity=2).run(suite)
-    bad = {str(t): tb for t, tb in res.failures + res.errors}
-    for t in tests:
-        name = t.id().split(".", 1)[-1]
-        if str(t) in bad:
-            report.add("unit", name, "FAIL", bad[str(t)].strip().splitlines()[-1]
-                       + "\n(log: %s)" % os.path.relpath(log, os.getcwd()))
-        elif any(s[0] is t for s in res.skipped):
-            report.add("unit", name, "SKIP")
-        else:
-            report.add("unit", name, "PASS")
+def base_tree() -> None:
+    base.create()
 
 
-def iter_tests(suite):
-    for t in suite:
-        if isinstance(t, unittest.TestSuite):
-            yield from iter_tests(t)
-        else:
-            yield t
+def base_drift() -> None:
+    drift = base.check(quiet=True).drift
+    if drift:
+        raise StageError("base", drift)
 
 
-def checkout(rev):
-    subprocess.run(["git", "checkout", "-q", "--detach", rev], cwd=TREE,
-                   check=True)
+def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts) -> str:
+    if not kunit.expected_modules(r.config, "linux"):
+        raise Skip("no KUnit suite for %s in the series yet" % r.config)
+    res = kunit.run(r)
+    for c in res.suites.values():
+        cases.passed += c.passed
+        cases.skipped += c.skipped
+        cases.failed += c.failed
+    if not res.ok:
+        raise StageError("kunit", r.name(), res.log, "\n".join(res.problems))
+    return res.summary()
 
 
-def bisect_builds(report, kbuild, commits, patches):
-    """Build each commit where needed, leaving build/linux at the tip."""
-    tip = commits[-1] if commits else "base"
-    try:
-        for config in ("slub", "slab", "slob"):
-            todo = [(c, p) for c, p in zip(commits, patches)
-                    if needs_build(config, files_of(c))]
-            if not todo or todo[-1][0] != tip:
-                todo.append((tip, "full series" if commits else "base"))
-            for c, p in todo:
-                checkout(c)
-                name = "%s @ %s" % (config, os.path.basename(p))
-                if step(report, "bisect", name, kbuild.build, config,
-                        label="%s@%s" % (config, c[:12])) is None:
-                    break
-    finally:
-        subprocess.run(["git", "checkout", "-q", "series"], cwd=TREE)
+def bench_step(config: str) -> None:
+    if measure.BENCH_SYMBOL not in kconfig.declared_symbols(TREE):
+        raise Skip("%s is not in the series yet" % measure.BENCH_MODULE)
+    measure.smoke(config, quick_tests="a" if config != "slub" else "abcde")
 
 
-def main(args):
-    import boot
-    import cli
+def bisect_step(b: bisectplan.Build, series: Series) -> None:
+    bisectplan.build(b, series.get_commits())
+
+
+def debug_build(config: str) -> None:
+    kbuild.build(config)
+
+
+def smoke_boot(mode: str) -> None:
+    boot.boot("slub", "linux", mode, [], "", 300)
+
+
+def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
+    patches = gitrepo.patch_files(PATCHES)
+    series = Series(patches)
+    out = []
+    want = groups.__contains__
+    if want("setup"):
+        out.append(Step("setup", "apt packages", packages.setup))
+    if want("unit"):
+        units = unitrun.UnitTests()
+        out += [Step("unit", i.split(".", 1)[-1], partial(units.outcome, i))
+                for i in units.ids()]
+        out.append(Step("unit", "mypy over harness/", mypy))
+    if want("base"):
+        out.append(Step("base", "linux-source-6.1 unpacked, tagged base",
+                        base_tree))
+        out.append(Step("base", "recorded base matches installed package",
+                        base_drift))
+    if want("apply"):
+        out.append(Step("apply", "%d patch(es) apply with git am" % len(patches),
+                        series.apply))
+    if want("checkpatch"):
+        out.append(Step("checkpatch", "flags a known-bad patch (self-test)",
+                        checkpatch.selftest))
+        out += [Step("checkpatch", os.path.basename(p),
+                     partial(checkpatch.checkpatch, p)) for p in patches]
+    if want("bisect"):
+        out += [Step("bisect", "%s @ %s" % (b.config, b.label),
+                     partial(bisect_step, b, series))
+                for b in bisectplan.plan(patches)]
+    if want("debug"):
+        out += [Step("debug", "%s @ full series" % c, partial(debug_build, c))
+                for c in ("slub-debug", "slab-debug")]
+    if want("kunit"):
+        out += [Step("kunit", r.name(), partial(kunit_step, r, cases))
+                for r in kunit.KUNIT_RUNS]
+    if want("boot"):
+        out += [Step("boot", "slub smoke, %s mode" % mode,
+                     partial(smoke_boot, mode))
+                for mode in ("exact", "smp")]
+    if want("bench"):
+        out += [Step("bench", "%s quick run parses" % c,
+                     partial(bench_step, c)) for c in bisectplan.ALLOCATORS]
+    return out
+
+
+def main(only: str) -> int:
     start = time.time()
-    only = [g for g in args.only.split(",") if g] or GROUPS
-    unknown = [g for g in only if g not in GROUPS]
+    groups = [g for g in only.split(",") if g] or list(GROUPS)
+    unknown = [g for g in groups if g not in GROUPS]
     if unknown:
         raise StageError("test", "unknown step group(s) %s; known: %s" % (
             ", ".join(unknown), ", ".join(GROUPS)))
-    r = Report()
-    want = only.__contains__
-
-    if want("setup"):
-        step(r, "setup", "apt packages", cli.setup, None)
-    if want("unit"):
-        unit_tests(r)
-    if want("base"):
-        import base
-        st = step(r, "base", "linux-source-6.1 unpacked, tagged base", base.create)
-        if st and st is not True and st.get("drift"):
-            r.add("base", "recorded base matches installed package", "FAIL",
-                  st["drift"])
-    import tree
-    patches = tree.patch_files()
-    applied = True
-    if want("apply"):
-        applied = step(r, "apply", "%d patch(es) apply with git am" % len(patches),
-                       tree.create) is not None
-    if want("checkpatch"):
-        step(r, "checkpatch", "flags a known-bad patch (self-test)",
-             checkpatch_selftest)
-        for p in patches:
-            step(r, "checkpatch", os.path.basename(p), checkpatch, p)
-    import kbuild
-    commits = tree.tree_commits() if applied else []
-    if applied and len(commits) != len(patches):
-        r.add("apply", "tree matches patches/", "FAIL",
-              "build/linux has %d commits, patches/ %d" % (len(commits), len(patches)))
-        applied = False
-    if want("bisect"):
-        if applied:
-            bisect_builds(r, kbuild, commits, patches)
-        else:
-            r.add("bisect", "builds", "SKIP", "series did not apply")
-    if want("debug"):
-        for config in ("slub-debug", "slab-debug"):
-            step(r, "debug", "%s @ full series" % config, kbuild.build, config)
-    if want("kunit"):
-        import kconfig
-        import kunit
-        for config, mode, append in KUNIT_RUNS:
-            name = "%s %s%s" % (config, mode, " " + append if append else "")
-            built = boot.built_modules(kconfig.out_dir(config))
-            if not any(m in built for m in kunit.KUNIT_MODULES):
-                r.add("kunit", name, "SKIP", "no KUnit suite for %s is built yet "
-                      "(%s)" % (config, ", ".join(kunit.KUNIT_MODULES)))
-                continue
-            try:
-                s = kunit.run(config, "linux", mode, append)
-            except StageError as e:
-                r.add("kunit", name, "FAIL", str(e))
-                continue
-            detail = "; ".join("%s %d passed %d skipped" % (
-                m, c.get("PASS", 0), c.get("SKIP", 0)) for m, c in s["suites"].items())
-            if s["ok"]:
-                r.add("kunit", name, "PASS", detail)
-            else:
-                r.add("kunit", name, "FAIL", "\n".join(s["problems"]) +
-                      "\nlog: %s" % os.path.relpath(s["log"], os.getcwd()))
-    if want("boot"):
-        for mode in ("exact", "smp"):
-            step(r, "boot", "slub smoke, %s mode" % mode, boot.boot, "slub",
-                 "linux", mode, [], "", 300)
-    if want("bench"):
-        import bench
-        import kconfig
-        for config in ("slub", "slab", "slob"):
-            if BENCH_MODULE not in boot.built_modules(kconfig.out_dir(config)):
-                r.add("bench", "%s quick run" % config, "SKIP",
-                      "%s is not in the series yet" % BENCH_MODULE)
-                continue
-            step(r, "bench", "%s quick run parses" % config, bench.smoke,
-                 config, quick_tests="a" if config != "slub" else "abcde")
-
-    c = r.counts()
-    info("\ntest command finished in %dm%02ds" % divmod(int(time.time() - start), 60))
-    fails = [x for x in r.rows if x[2] == "FAIL"]
+    cases = kunit.SuiteCounts()
+    todo = plan(groups, cases)
+    summary_path = log_path(SUMMARY)
+    results = steps.run_all(todo, steps.load_history(summary_path))
+    data = steps.summary(results, time.time() - start, {
+        "groups": groups, "kunit_cases": {"passed": cases.passed,
+                                          "skipped": cases.skipped,
+                                          "failed": len(cases.failed)}})
+    steps.write_summary(summary_path, data)
+    c = steps.counts(results)
+    unit = steps.counts([r for r in results if r.group == steps.UNIT_GROUP])
+    print("\ntest command finished in %dm%02ds; summary: %s" % (
+        *divmod(int(time.time() - start), 60), rel(summary_path)))
+    print("passes: %d of the harness's unit tests, %d of kernel steps "
+          "(KUnit: %d cases passed, %d skipped, %d failed)" % (
+              unit["passed"], c["passed"] - unit["passed"], cases.passed,
+              cases.skipped, len(cases.failed)))
+    fails = [r for r in results if r.status == "FAIL"]
     if fails:
-        info("failed steps:")
-        for g, n, _, _ in fails:
-            info("  %s: %s" % (g, n))
-    info("%d passed, %d failed, %d skipped" % (c["PASS"], c["FAIL"], c["SKIP"]))
-    return 1 if c["FAIL"] else 0
+        print("failed steps:")
+        for r in fails:
+            print("  %s: %s" % (r.group, r.name))
+    print("%d passed, %d failed, %d skipped" % (c["passed"], c["failed"],
+                                                c["skipped"]), flush=True)
+    return 1 if c["failed"] else 0

@@ -13,6 +13,9 @@
  *                            memcg
  *   harness.write=path:value (may repeat) write value to path before loading,
  *                            e.g. debugfs knobs
+ *   harness.shell=1          once the modules are loaded, exec /bin/sh (the
+ *                            initramfs holds a static busybox: ./bulk boot
+ *                            --shell); ending the shell ends the guest
  * then prints "harness: status=N" and ends QEMU through isa-debug-exit
  * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
  */
@@ -187,7 +190,7 @@ static int write_knobs(void)
 
 int main(void)
 {
-	char list[512], unload[8], path[256], params[2048], group[64];
+	char list[512], unload[8], path[256], params[2048], group[64], shell[8];
 	char *mods[MAX_MODS];
 	int nmods = 0, status = 0, i;
 
@@ -245,6 +248,13 @@ int main(void)
 				say("unloaded %s", mods[i]);
 			}
 		}
+	}
+	if (param("harness.shell", shell, sizeof(shell), NULL) &&
+	    !strcmp(shell, "1")) {
+		say("modules loaded (status %d); starting /bin/sh, exit ends the guest",
+		    status);
+		execl("/bin/sh", "sh", (char *)NULL);
+		say("exec /bin/sh failed: %s (%d)", strerror(errno), errno);
 	}
 	finish(status);
 	return 0;

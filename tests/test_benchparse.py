@@ -1,12 +1,9 @@
 """Unit tests for harness/benchparse.py (stdlib unittest only)."""
-import os
-import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "harness"))
-
-import benchparse  # noqa: E402
+import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
+import benchparse
+import tables
 
 LOG = """\
 [    0.000000] Linux version 6.1.192 (root@host) #1 SMP
@@ -116,8 +113,6 @@ class ParseTest(unittest.TestCase):
                 benchparse.parse("slab_bulk_bench: S " + body + "\n")
 
     def test_stats_table_per_1000(self):
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "harness"))
-        import bench
         base = {"stats": [
             {"test": "a", "variant": "fallback", "n": 8, "objs": 2000,
              "alloc_slowpath": 10, "free_slowpath": 10},
@@ -125,9 +120,9 @@ class ParseTest(unittest.TestCase):
              "alloc_slowpath": 4, "free_slowpath": 4}]}
         series = {"stats": [{"test": "a", "variant": "bulk", "n": 8, "objs": 2000,
                              "alloc_slowpath": 2}]}
-        rows = bench.stats_table("a", ("alloc_slowpath", "free_slowpath"),
-                                 base, series)
-        self.assertEqual(rows, [(8, 10.0, 4.0, 1.0, 0.25)])
+        rows = tables.stats_table("a", ("alloc_slowpath", "free_slowpath"),
+                                  base, series)
+        self.assertEqual(rows, [tables.Row(8, 10.0, 4.0, 1.0, 0.25)])
 
 
 if __name__ == "__main__":

@@ -7,18 +7,23 @@ import sys
 import tempfile
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "harness"))
-
-import base  # noqa: E402
-import bench  # noqa: E402
-import boot  # noqa: E402
-import kbuild  # noqa: E402
-import kconfig  # noqa: E402
-import kunit  # noqa: E402
-import testcmd  # noqa: E402
-import tree  # noqa: E402
-from common import StageError  # noqa: E402
+import hermetic
+import base
+import basetree
+import bisectplan
+import boot
+import export
+import gitrepo
+import kbuild
+import kconfig
+import kunit
+import kunit_each
+import measure
+import render
+import tables
+import tree
+from common import BENCH_BASE_TREE, COVER_FILE, COVER_TABLES, PATCHES, TREE, StageError
+from hermetic import git
 
 GITIGNORE_TAIL = """# Rust analyzer configuration
 /rust-project.json
@@ -65,35 +70,38 @@ class BaseStage(unittest.TestCase):
 
 
 class ConfigStage(unittest.TestCase):
-    def test_parse_config(self):
-        c = kconfig.parse_config('CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C="x"\n'
-                                 '# comment\nCONFIG_D=m\n')
-        self.assertEqual(c, {"CONFIG_A": "y", "CONFIG_B": "n",
-                             "CONFIG_C": '"x"', "CONFIG_D": "m"})
-
-    def test_mismatches_name_each_option(self):
-        req = kconfig.parse_config("CONFIG_A=y\n# CONFIG_B is not set\nCONFIG_C=m\n"
-                                   "CONFIG_E=8\n")
-        got = kconfig.parse_config("CONFIG_B=y\nCONFIG_C=m\nCONFIG_E=4\n")
-        bad = kconfig.mismatches(req, got)
-        self.assertEqual(len(bad), 3)
-        self.assertIn("CONFIG_A: requested y, got not set", bad)
-        self.assertIn("CONFIG_B: requested n, got y", bad)
-        self.assertIn("CONFIG_E: requested 8, got 4", bad)
-
     def test_every_config_has_its_fragments(self):
         for name in kconfig.CONFIG_SETS:
-            self.assertIn("CONFIG_", kconfig.fragment_text(name))
+            for path in kconfig.fragment_files(name):
+                with open(path) as f:
+                    self.assertIn("CONFIG_", f.read())
 
     def test_unknown_config_is_refused(self):
         with self.assertRaises(StageError) as e:
-            kconfig.fragment_text("defconfig")
+            kconfig.fragment_files("defconfig")
         self.assertIn("unknown config", str(e.exception))
 
+    def test_unknown_tree_is_refused(self):
+        with self.assertRaises(StageError) as e:
+            kconfig.tree("../x")
+        self.assertIn("unknown tree '../x'", str(e.exception))
+
     def test_allocator_fragments_choose_one_allocator(self):
-        for name, alloc in kconfig.ALLOCATOR.items():
-            c = kconfig.parse_config(kconfig.fragment_text(name))
-            self.assertEqual(c.get("CONFIG_" + alloc.upper()), "y", name)
+        for name in kconfig.CONFIG_SETS:
+            text = ""
+            for path in kconfig.fragment_files(name):
+                with open(path) as f:
+                    text += f.read()
+            self.assertIn("CONFIG_%s=y" % name.split("-")[0].upper(), text, name)
+
+    def test_stamp_follows_the_fragments(self):
+        self.assertNotEqual(kconfig.fragment_digest("slub"),
+                            kconfig.fragment_digest("slub-debug"))
+
+    def test_list_names_every_config(self):
+        listing = kconfig.listing()
+        for name, frags in kconfig.CONFIG_SETS.items():
+            self.assertIn("%-12s %s" % (name, " + ".join(frags)), listing)
 
 
 class BuildStage(unittest.TestCase):
@@ -207,74 +215,89 @@ class KunitStage(unittest.TestCase):
         self.assertEqual(parts["c"], "")
 
     def test_each_patch_rows_name_the_failing_patch_and_run(self):
-        def run_one(c, config, mode, append):
-            if c == "c3" and config == "slub-debug":
+        def run_one(c, r):
+            if c == "c3" and r.config == "slub-debug":
                 raise StageError("build", "slub-debug@c3: build failed")
-            failed = ["slab_bulk_x"] if (c, mode) == ("c2", "smp") else []
-            return {"ok": not failed, "log": os.path.join(kunit.REPO, "build", "l.log"),
-                    "problems": ["slab_bulk_kunit: failed: slab_bulk_x"] if failed else [],
-                    "suites": {"slab_bulk_kunit": {"PASS": 30, "SKIP": 2, "failed": failed}}}
-        runs = kunit.each_patch_runs()
-        self.assertEqual([(c, m) for c, m, _ in runs],
+            failed = ["slab_bulk_x"] if (c, r.mode) == ("c2", "smp") else []
+            return kunit.KunitResult(
+                not failed, os.path.join(hermetic.ROOT, "build", "l.log"),
+                ["slab_bulk_kunit: failed: slab_bulk_x"] if failed else [],
+                {"slab_bulk_kunit": kunit.SuiteCounts(30, 2, failed)})
+        runs = kunit_each.RUNS
+        self.assertEqual([(r.config, r.mode) for r in runs],
                          [("slub", "exact"), ("slub", "smp"), ("slub-debug", "exact")])
-        rows = kunit.each_patch_rows(["c1", "c2", "c3"], ["one", "two", "three"],
-                                     lambda c: c != "c1", run_one, runs)
-        self.assertEqual(rows[0][3], "SKIP")
+        rows = kunit_each.rows(["c1", "c2", "c3"], ["one", "two", "three"],
+                               lambda c: c != "c1", run_one, runs)
+        self.assertEqual(rows[0].status, "SKIP")
         self.assertEqual(len(rows), 1 + 2 * len(runs))
-        failed = [(r[0], r[2]) for r in rows if r[3] == "FAIL"]
+        failed = [(r.commit, r.run) for r in rows if r.status == "FAIL"]
         self.assertEqual(failed, [("c2", "slub smp"), ("c3", "slub-debug exact")])
-        bad = [r for r in rows if r[0] == "c2" and r[3] == "FAIL"][0]
-        self.assertIn("slab_bulk_x", bad[4])
-        self.assertIn("build/l.log", bad[4])
-        md = kunit.each_patch_markdown(rows)
+        bad = [r for r in rows if r.commit == "c2" and r.status == "FAIL"][0]
+        self.assertIn("slab_bulk_x", bad.detail)
+        self.assertIn("build/l.log", bad.detail)
+        md = kunit_each.markdown(rows)
         self.assertIn("| 2 | two | slub smp | FAIL |", md)
-        self.assertRegex(md, r"\| 3 \| three \| slub-debug exact \| FAIL \| .*slub-debug@c3: build failed")
+        self.assertRegex(md, r"\| 3 \| three \| slub-debug exact \| FAIL \| "
+                         r".*slub-debug@c3: build failed")
 
     def test_count_json_tree(self):
         tree_json = {"name": "main", "sub_groups": [{"name": "s", "test_cases": [
             {"name": "t1", "status": "PASS"}, {"name": "t2", "status": "SKIP"},
             {"name": "t3", "status": "FAIL"}]}], "test_cases": []}
-        c = kunit.count(tree_json, {})
-        self.assertEqual((c["PASS"], c["SKIP"], c["failed"]), (1, 1, ["t3"]))
-
-
-class TestCommand(unittest.TestCase):
-    def test_needs_build(self):
-        self.assertTrue(testcmd.needs_build("slub", ["Documentation/x.rst"]))
-        self.assertFalse(testcmd.needs_build("slab", ["mm/slub.c", "MAINTAINERS"]))
-        self.assertTrue(testcmd.needs_build("slab", ["mm/slab.c"]))
-        self.assertTrue(testcmd.needs_build("slob", ["mm/slab_common.c"]))
-        self.assertFalse(testcmd.needs_build("slob", ["mm/slab.c"]))
+        c = kunit.count(tree_json, kunit.SuiteCounts())
+        self.assertEqual((c.passed, c.skipped, c.failed), (1, 1, ["t3"]))
+        self.assertEqual(c.summary(), "1 passed, 1 skipped, 1 failed")
 
     def test_debug_kunit_runs_load_from_a_memcg(self):
         # The contract suite's memcg case skips unless the init that loads
         # it sits in a non-root memcg.
         for config in ("slub-debug", "slab-debug"):
-            appends = [a for c, _, a in testcmd.KUNIT_RUNS if c == config]
+            appends = [r.append for r in kunit.KUNIT_RUNS if r.config == config]
             self.assertTrue(appends, config)
             for append in appends:
                 self.assertIn("harness.cgroup=", append, config)
 
-
     def test_kasan_run_keeps_reporting_after_the_expected_report(self):
-        appends = [a for c, _, a in testcmd.KUNIT_RUNS if c == "slub-debug"]
+        appends = [r.append for r in kunit.KUNIT_RUNS if r.config == "slub-debug"]
         self.assertTrue(appends)
         for append in appends:
             self.assertIn("kasan_multi_shot", append.split())
         # The expected report turns lockdep off: the contract suite last.
-        self.assertEqual(kunit.KUNIT_MODULES[-1], "slab_bulk_kunit")
+        self.assertEqual(list(kunit.KUNIT_MODULES)[-1], kunit.CONTRACT_SUITE)
 
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
         # poisoned caches opt out of init_on_free: each allocator needs a
         # run with init_on_free=1 and neither.
         for config in ("slub", "slab"):
-            unmasked = [a for c, _, a in testcmd.KUNIT_RUNS if c == config
-                        and "init_on_free=1" in a.split()
-                        and "init_on_alloc=1" not in a.split()
+            unmasked = [r for r in kunit.KUNIT_RUNS if r.config == config
+                        and "init_on_free=1" in r.append.split()
+                        and "init_on_alloc=1" not in r.append.split()
                         and not any(w.startswith("slub_debug=") and "P" in w
-                                    for w in a.split())]
+                                    for w in r.append.split())]
             self.assertTrue(unmasked, config)
+
+
+class BisectPlan(unittest.TestCase):
+    def test_needs_build(self):
+        self.assertTrue(bisectplan.needs_build("slub", ["Documentation/x.rst"]))
+        self.assertFalse(bisectplan.needs_build("slab", ["mm/slub.c", "MAINTAINERS"]))
+        self.assertTrue(bisectplan.needs_build("slab", ["mm/slab.c"]))
+        self.assertTrue(bisectplan.needs_build("slob", ["mm/slab_common.c"]))
+        self.assertFalse(bisectplan.needs_build("slob", ["mm/slab.c"]))
+
+    def test_tip_builds_in_the_tree_earlier_patches_in_the_worktree(self):
+        d = os.path.join(hermetic.SCRATCH, "plan")
+        os.makedirs(d, exist_ok=True)
+        paths = []
+        for i, f in enumerate(("mm/slab_common.c", "mm/slub.c", "mm/slob.c"), 1):
+            paths.append(os.path.join(d, "%04d-p.patch" % i))
+            with open(paths[-1], "w") as fh:
+                fh.write("diff --git a/%s b/%s\n" % (f, f))
+        plan = [(b.config, b.index) for b in bisectplan.plan(paths)]
+        self.assertEqual(plan, [("slub", 0), ("slub", 1), ("slub", None),
+                                ("slab", 0), ("slab", None),
+                                ("slob", 0), ("slob", None)])
 
 
 class InitProgram(unittest.TestCase):
@@ -284,6 +307,7 @@ class InitProgram(unittest.TestCase):
         header = src.split("*/", 1)[0]
         read = set(re.findall(r'param\("(harness\.\w+)"', src))
         self.assertIn("harness.cgroup", read)
+        self.assertIn("harness.shell", read)
         for opt in read:
             self.assertIn(opt + "=", header, opt)
 
@@ -300,134 +324,152 @@ class BenchReport(unittest.TestCase):
         b = {"results": [res("fallback", 1, 200.0), res("bulk", 1, 100.0),
                          res("bulk", 8, 80.0)]}
         s = {"results": [res("bulk", 1, 50.0)]}
-        spec = ("a", "quick reuse", "n", "fallback", "bulk")
-        rows = bench.table(spec, b, s)
-        self.assertEqual(rows[0], (1, 200.0, 100.0, 50.0, 0.5))
-        self.assertEqual(rows[1], (8, None, 80.0, None, None))
-        self.assertIn("| 8 | - | 80.0 | - | - |", bench.markdown("slub", spec, rows))
+        spec = tables.Spec("a", "quick reuse", "n", "fallback", "bulk")
+        rows = tables.table(spec, b, s)
+        self.assertEqual(rows[0], tables.Row(1, 200.0, 100.0, 50.0, 0.5))
+        self.assertEqual(rows[1], tables.Row(8, None, 80.0, None, None))
+        self.assertIn("| 8 | - | 80.0 | - | - |", render.markdown("slub", spec, rows))
 
     def test_smp_runs_are_reported_as_a_spread(self):
         def run(*vals):
             return {"results": [{"test": "f", "variant": "conc_alloc", "size": 8,
                                  "per_obj": v} for v in vals]}
-        spec = ("f", "concurrent N*alloc", "size", None, "conc_alloc")
-        rows = bench.spread_table(spec, [run(100.0), run(300.0), run(200.0)],
-                                  [run(90.0), run(110.0), run(100.0)])
-        self.assertEqual(rows, [(8, [100.0, 300.0, 200.0], [90.0, 110.0, 100.0],
-                                 0.5)])
+        spec = tables.Spec("f", "concurrent N*alloc", "size", None, "conc_alloc")
+        rows = tables.spread_table(spec, [run(100.0), run(300.0), run(200.0)],
+                                   [run(90.0), run(110.0), run(100.0)])
+        self.assertEqual(rows, [tables.SpreadRow(8, [100.0, 300.0, 200.0],
+                                                 [90.0, 110.0, 100.0], 0.5)])
         self.assertIn("| 8 | 100 / 300 / 200 | 90 / 110 / 100 | 0.50 |",
-                      bench.markdown_spread("slub", spec, rows))
-        self.assertEqual(bench.mode_runs("smp"), list(range(1, bench.SMP_RUNS + 1)))
-        self.assertEqual(bench.mode_runs("exact"), [None])
-        self.assertNotEqual(bench.bench_tag("f", False, "smp", 1),
-                            bench.bench_tag("f", False, "smp", 2))
+                      render.markdown_spread("slub", spec, rows))
+        self.assertEqual(measure.mode_runs("smp"), list(range(1, measure.SMP_RUNS + 1)))
+        self.assertEqual(measure.mode_runs("exact"), [None])
+        self.assertNotEqual(measure.bench_tag("f", False, "smp", 1),
+                            measure.bench_tag("f", False, "smp", 2))
+
+    def test_report_reads_the_boot_stage_log(self):
+        with self.assertRaises(StageError) as e:
+            measure.load_run("slub", "linux", "abcde", False, "exact")
+        self.assertIn(boot.log_file("linux", "slub", "bench-exact-abcde"),
+                      str(e.exception))
+
+    def test_cover_tables_show_the_tests_with_a_fallback(self):
+        def res(t, v, n, per):
+            return {"test": t, "variant": v, "n": n, "size": 256, "per_obj": per}
+        entry = {"base-exact": {"results": [res("a", "fallback", 8, 200.0),
+                                            res("a", "bulk", 8, 100.0),
+                                            res("b", "bulk", 8, 1.0)]},
+                 "series-exact": {"results": [res("a", "bulk", 8, 50.0)]}}
+        text = render.cover_tables({"command": "./bulk bench",
+                                    "allocators": {"slub": entry}})
+        self.assertIn("SLUB test a, quick reuse: alloc N then free N:\n", text)
+        self.assertIn("       8     200.0     100.0      50.0         0.50\n", text)
+        self.assertNotIn("test b", text)
 
     def test_specs_name_known_tests(self):
-        for spec in bench.SPECS:
-            self.assertIn(spec[0], bench.TESTS)
-            self.assertIn(spec[2], ("n", "size"))
-
-
-def git(cwd, *args, inp=None):
-    p = subprocess.run(["git"] + list(args), cwd=cwd, capture_output=True,
-                       text=True, input=inp)
-    if p.returncode:
-        raise RuntimeError(p.stderr)
-    return p.stdout
+        for spec in tables.SPECS:
+            self.assertIn(spec.test, tables.TESTS)
+            self.assertIn(spec.key, ("n", "size"))
 
 
 class TreeStage(unittest.TestCase):
-    """The tree/export logic on a tiny git repo standing in for build/linux."""
+    """The tree/export logic on a tiny git repo at build/linux (scratch)."""
 
     def setUp(self):
-        self.d = tempfile.mkdtemp()
-        self.addCleanup(shutil.rmtree, self.d)
-        self.tree = os.path.join(self.d, "linux")
-        self.patches = os.path.join(self.d, "patches")
-        os.makedirs(self.tree)
-        os.makedirs(self.patches)
-        git(self.tree, "init", "-q", "-b", "base-import")
-        git(self.tree, "config", "user.name", "T")
-        git(self.tree, "config", "user.email", "t@example.org")
-        self.write("mm/slub.c", "".join("line %d\n" % i for i in range(20)))
-        git(self.tree, "add", "-A")
-        git(self.tree, "commit", "-q", "-m", "base")
-        git(self.tree, "tag", "base")
-        git(self.tree, "checkout", "-q", "-b", tree.BRANCH)
-        self.cover = os.path.join(self.patches, "cover-letter.txt")
-        with open(self.cover, "w") as f:
+        hermetic.make_repo(TREE)
+        for d in (PATCHES, BENCH_BASE_TREE):
+            subprocess.run(["rm", "-rf", d], check=True)
+        os.makedirs(PATCHES)
+        with open(COVER_FILE, "w") as f:
             f.write("mm/slab: test series\n\nBody text.\n")
-        for name in ("TREE", "PATCHES", "COVER_FILE"):
-            self.addCleanup(setattr, tree, name, getattr(tree, name))
-        tree.TREE, tree.PATCHES, tree.COVER_FILE = self.tree, self.patches, self.cover
 
     def write(self, rel, text):
-        path = os.path.join(self.tree, rel)
+        path = os.path.join(TREE, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             f.write(text)
 
     def read(self, name):
-        with open(os.path.join(self.patches, name)) as f:
+        with open(os.path.join(PATCHES, name)) as f:
             return f.read()
 
     def commit(self, rel, old, new, msg):
-        with open(os.path.join(self.tree, rel)) as f:
+        with open(os.path.join(TREE, rel)) as f:
             text = f.read()
         self.write(rel, text.replace(old, new))
-        git(self.tree, "commit", "-q", "-a", "-s", "-m", msg)
+        git(TREE, "commit", "-q", "-a", "-s", "-m", msg)
 
     def test_unexported_commit_is_refused(self):
         self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: change")
         with self.assertRaises(StageError) as e:
-            tree.refuse_unexported(False)
+            gitrepo.refuse_unexported(TREE, PATCHES, False, "tree")
         self.assertIn("not in patches/", str(e.exception))
-        tree.refuse_unexported(True)  # forced: no error
+        gitrepo.refuse_unexported(TREE, PATCHES, True, "tree")  # forced
 
     def test_dirty_tree_is_refused(self):
         self.write("mm/slub.c", "changed\n")
         with self.assertRaises(StageError) as e:
-            tree.refuse_unexported(False)
+            gitrepo.refuse_unexported(TREE, PATCHES, False, "tree")
         self.assertIn("uncommitted", str(e.exception))
+
+    def test_missing_base_tag_is_named(self):
+        git(TREE, "tag", "-d", "base")
+        with self.assertRaises(StageError) as e:
+            gitrepo.commits(TREE, "export")
+        self.assertIn("[export]", str(e.exception))
+        self.assertIn("build/linux has no tag 'base'",
+                      gitrepo.unexported_work(TREE, PATCHES))
 
     def test_export_round_trip_is_stable(self):
         self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: one")
         self.commit("mm/slub.c", "line 9\n", "line nine\n", "mm: two")
-        tree.export()
-        files = sorted(os.listdir(self.patches))
+        with open(COVER_TABLES, "w") as f:
+            f.write("Measured with the project harness: x\n")
+        export.export()
+        files = sorted(os.listdir(PATCHES))
         self.assertEqual(len([f for f in files if f.endswith(".patch")]), 3)
         snap = {f: self.read(f) for f in files}
-        self.assertEqual(tree.unexported_work(), [])
+        self.assertEqual(gitrepo.unexported_work(TREE, PATCHES), [])
         self.assertTrue(tree.is_exported_series())
-        tree.export()
-        again = {f: self.read(f) for f in sorted(os.listdir(self.patches))}
+        export.export()
+        again = {f: self.read(f) for f in sorted(os.listdir(PATCHES))}
         self.assertEqual(snap, again)
         cover = [v for k, v in snap.items() if k.startswith("0000-")][0]
         self.assertIn("Subject: [PATCH 0/2] mm/slab: test series", cover)
+        self.assertIn("Body text.\n\nMeasured with the project harness: x\n", cover)
         # Blob hashes have a fixed length, whatever the repository's size.
         index = [line for v in snap.values() for line in v.splitlines()
                  if line.startswith("index ")]
         self.assertTrue(index)
         for line in index:
             self.assertRegex(line, r"^index [0-9a-f]{%d}\.\.[0-9a-f]{%d} "
-                             % ((tree.EXPORT_ABBREV,) * 2))
+                             % ((export.EXPORT_ABBREV,) * 2))
         self.assertIn("base-commit:", cover)
 
-    def test_patch_that_does_not_apply_is_named(self):
+    def test_export_without_a_tree_is_one_line(self):
+        subprocess.run(["rm", "-rf", TREE], check=True)
+        with self.assertRaises(StageError) as e:
+            export.export()
+        self.assertEqual(str(e.exception), "[export] no kernel tree at %s: "
+                         "run ./bulk tree" % TREE)
+
+    def test_patch_that_does_not_apply_is_named_and_the_tree_kept(self):
         self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: one")
         self.commit("mm/slub.c", "line 9\n", "line nine\n", "mm: two")
-        tree.export()
+        export.export()
         # The base moves under the second patch: its context no longer matches.
-        git(self.tree, "checkout", "-q", "-f", "base")
-        git(self.tree, "checkout", "-q", "-b", "newbase")
+        git(TREE, "checkout", "-q", "-f", "base")
+        git(TREE, "checkout", "-q", "-b", "newbase")
         self.commit("mm/slub.c", "line 9\n", "line 9 (6.1.y)\n", "stable update")
-        git(self.tree, "tag", "-f", "base")
-        log = os.path.join(self.d, "am.log")
+        git(TREE, "tag", "-f", "base")
+        head = git(TREE, "rev-parse", "HEAD")
+        log = os.path.join(hermetic.SCRATCH, "am.log")
         with self.assertRaises(StageError) as e:
-            tree.apply_series(self.tree, tree.patch_files(), log, "drifted")
+            tree.apply_series(TREE, gitrepo.patch_files(PATCHES), log, "drifted")
         self.assertIn("0002-mm-two.patch", str(e.exception))
         self.assertIn("drifted", str(e.exception))
-        self.assertFalse(os.path.isdir(os.path.join(self.tree, ".git", "rebase-apply")))
+        self.assertFalse(os.path.isdir(os.path.join(TREE, ".git", "rebase-apply")))
+        self.assertEqual(git(TREE, "rev-parse", "HEAD"), head)
+        self.assertEqual(gitrepo.head_branch(TREE), "newbase")
 
 
 class BenchBaseTree(unittest.TestCase):
@@ -437,41 +479,65 @@ class BenchBaseTree(unittest.TestCase):
     write = TreeStage.write
     commit = TreeStage.commit
 
-    def base_tree(self):
-        for name in ("TREE", "BUILD", "log_path"):
-            self.addCleanup(setattr, bench, name, getattr(bench, name))
-        bench.TREE, bench.BUILD = self.tree, self.d
-        bench.log_path = lambda name: os.path.join(self.d, name)
-        return bench.make_base_tree()
-
     def test_base_measures_the_series_module(self):
-        self.write(bench.BENCH_FILE, "module v1\n")
-        git(self.tree, "add", "-A")
-        git(self.tree, "commit", "-q", "-s", "-m", "lib: add the benchmark")
+        self.write(measure.BENCH_FILE, "module v1\n")
+        git(TREE, "add", "-A")
+        git(TREE, "commit", "-q", "-s", "-m", "lib: add the benchmark")
         self.commit("mm/slub.c", "line 3\n", "line three\n", "mm: speed")
-        self.commit(bench.BENCH_FILE, "v1", "v2", "lib: benchmark fix")
-        tree.export()
-        path = self.base_tree()
-        with open(os.path.join(path, bench.BENCH_FILE)) as f:
+        self.commit(measure.BENCH_FILE, "v1", "v2", "lib: benchmark fix")
+        export.export()
+        path = basetree.make()
+        with open(os.path.join(path, measure.BENCH_FILE)) as f:
             self.assertEqual(f.read(), "module v2\n")
         with open(os.path.join(path, "mm/slub.c")) as f:
             self.assertIn("line 3\n", f.read())  # no series change but the module
         head = git(path, "rev-parse", "HEAD")
-        self.assertEqual(self.base_tree(), path)
+        self.assertEqual(basetree.make(), path)
         self.assertEqual(git(path, "rev-parse", "HEAD"), head)  # up to date: kept
         # The series changes its module again: base follows.
-        self.commit(bench.BENCH_FILE, "v2", "v3", "lib: benchmark fix 2")
-        self.base_tree()
-        with open(os.path.join(path, bench.BENCH_FILE)) as f:
+        self.commit(measure.BENCH_FILE, "v2", "v3", "lib: benchmark fix 2")
+        basetree.make()
+        with open(os.path.join(path, measure.BENCH_FILE)) as f:
             self.assertEqual(f.read(), "module v3\n")
         self.assertEqual(len(git(path, "rev-list", "base..HEAD").split()), 2)
 
 
 class CommandLine(unittest.TestCase):
-    def run_bulk(self, *args):
-        bulk = os.path.join(os.path.dirname(HERE), "bulk")
+    def run_bulk(self, *args, env=None):
+        bulk = os.path.join(hermetic.ROOT, "bulk")
         return subprocess.run([sys.executable, bulk] + list(args),
-                              capture_output=True, text=True)
+                              capture_output=True, text=True,
+                              env=dict(os.environ, **(env or {})))
+
+    def assert_one_line(self, p, text):
+        self.assertEqual(p.returncode, 1)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+        self.assertIn(text, p.stderr)
+
+    def test_export_without_a_tree(self):
+        shutil.rmtree(TREE, ignore_errors=True)
+        self.assert_one_line(self.run_bulk("export"),
+                             "[export] no kernel tree at %s: run ./bulk tree" % TREE)
+
+    def test_tree_outside_build_is_refused(self):
+        p = self.run_bulk("build", "slub", "--tree", "../x")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("invalid choice: '../x'", p.stderr)
+
+    def test_no_dpkg(self):
+        bindir = os.path.join(hermetic.SCRATCH, "nodpkg")
+        os.makedirs(bindir, exist_ok=True)
+        for tool in ("git", "tar", "xz"):
+            if not os.path.exists(os.path.join(bindir, tool)):
+                os.symlink(shutil.which(tool), os.path.join(bindir, tool))
+        p = self.run_bulk("base", env={"PATH": bindir})
+        self.assert_one_line(p, "[base] missing tool(s): dpkg-query, dpkg; "
+                             "run ./bulk setup")
+
+    def test_config_list(self):
+        p = self.run_bulk("config", "--list")
+        self.assertEqual(p.returncode, 0)
+        self.assertEqual(p.stdout, kconfig.listing() + "\n")
 
     def test_wrong_argument_is_refused(self):
         p = self.run_bulk("boot", "slub", "--mode", "fast")

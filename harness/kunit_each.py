@@ -1,0 +1,107 @@
+"""./bulk kunit-each: the contract suite at every patch of the series.
+
+Each commit is built in the bisect worktree (build/bisect/linux, never the
+user's build/linux) and booted as ./bulk kunit does; the runs are the test
+command's KUnit runs on slub without extra options (exact and smp) and on
+slub-debug (KASAN, lockdep).  Writes results/kunit-each-patch.md.
+"""
+import dataclasses
+import os
+from typing import Callable
+
+import gitrepo
+import kbuild
+import kunit
+import tree
+from common import BISECT_TREE, REPO, RESULTS, TREE, StageError, rel, say
+
+SUITE_SRC = os.path.join("lib", "slab_bulk_kunit.c")
+RUNS = [r for r in kunit.KUNIT_RUNS
+        if (r.config == "slub" and not r.append) or r.config == "slub-debug"]
+
+
+@dataclasses.dataclass
+class Row:
+    commit: str
+    subject: str
+    run: str
+    status: str
+    detail: str
+
+
+def rows(commits: list[str], subjects: list[str],
+         has_suite: Callable[[str], bool],
+         run_one: Callable[[str, kunit.KunitRun], kunit.KunitResult],
+         runs: list[kunit.KunitRun]) -> list[Row]:
+    """A row for every commit and run; run_one(commit, run) returns the
+    run's result or raises StageError.  A commit without the suite gets one
+    SKIP row."""
+    out = []
+    for c, subj in zip(commits, subjects):
+        if not has_suite(c):
+            out.append(Row(c, subj, "-", "SKIP", "no contract suite at this patch"))
+            continue
+        for r in runs:
+            name = "%s %s" % (r.config, r.mode)
+            try:
+                s = run_one(c, r)
+            except StageError as e:
+                out.append(Row(c, subj, name, "FAIL", "; ".join(
+                    line.strip() for line in str(e).splitlines() if line.strip())))
+                continue
+            detail = s.suites.get(kunit.CONTRACT_SUITE, kunit.SuiteCounts()).summary()
+            if not s.ok:
+                detail += "; " + "; ".join(s.problems) + "; log: " + \
+                    os.path.relpath(s.log, REPO)
+            out.append(Row(c, subj, name, "PASS" if s.ok else "FAIL", detail))
+    return out
+
+
+def markdown(table: list[Row]) -> str:
+    out = ["# Contract suite at every patch", "",
+           "`./bulk kunit-each`: for every commit of build/linux (base..series), "
+           "builds `slub` and `slub-debug` and runs the KUnit modules as `./bulk kunit` does; "
+           "the counts are the contract suite's (`slab_bulk_kunit`).", "",
+           "| # | patch | run | status | slab_bulk_kunit |", "|---:|---|---|---|---|"]
+    num: dict[str, int] = {}
+    for r in table:
+        num.setdefault(r.commit, len(num) + 1)
+        out.append("| %d | %s | %s | %s | %s |" % (
+            num[r.commit], r.subject.replace("|", "\\|"), r.run, r.status, r.detail))
+    return "\n".join(out) + "\n"
+
+
+def each_patch() -> int:
+    """Writes results/kunit-each-patch.md; returns the number of failed rows."""
+    tree.create()
+    commits = gitrepo.commits(TREE, "kunit-each")
+    subjects = [gitrepo.git(TREE, "kunit-each", "log", "-1", "--format=%s",
+                            c).strip() for c in commits]
+    gitrepo.worktree(TREE, BISECT_TREE, "kunit-each")
+
+    def has_suite(c: str) -> bool:
+        try:
+            gitrepo.git(TREE, "kunit-each", "cat-file", "-e", "%s:%s" % (c, SUITE_SRC))
+        except StageError:
+            return False
+        return True
+
+    built: dict[str, str] = {}
+
+    def run_one(c: str, r: kunit.KunitRun) -> kunit.KunitResult:
+        if built.get(r.config) != c:
+            gitrepo.checkout(BISECT_TREE, c, "kunit-each")
+            kbuild.build(r.config, "bisect", label="%s@%s" % (r.config, c[:12]))
+            built[r.config] = c
+        return kunit.run(r, "bisect")
+
+    table = rows(commits, subjects, has_suite, run_one, RUNS)
+    path = os.path.join(RESULTS, "kunit-each-patch.md")
+    with open(path, "w") as f:
+        f.write(markdown(table))
+    failed = [r for r in table if r.status == "FAIL"]
+    say("kunit-each: %d rows, %d failed; %s" % (len(table), len(failed),
+                                               rel(path)))
+    for r in failed:
+        say("FAIL %s %s: %s" % (r.subject, r.run, r.detail))
+    return len(failed)

@@ -1,0 +1,83 @@
+"""Benchmark renderers: markdown tables, the gnuplot PNG and the cover
+letter's plain-text tables."""
+import os
+import subprocess
+from typing import Any
+
+from common import StageError, need_tools
+from tables import SPECS, Row, Spec, SpreadRow, table
+
+
+def fmt(v: float | None, spec: str = "%.1f") -> str:
+    return "-" if v is None else spec % v
+
+
+def markdown(alloc: str, spec: Spec, rows: list[Row]) -> str:
+    out = ["### %s test %s: %s" % (alloc.upper(), spec.test, spec.title), "",
+           "| %s | fallback | base | series | series/base |" % spec.key,
+           "|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append("| %d | %s | %s | %s | %s |" % (
+            r.key, fmt(r.fallback), fmt(r.base), fmt(r.series), fmt(r.ratio, "%.2f")))
+    return "\n".join(out) + "\n"
+
+
+def markdown_spread(alloc: str, spec: Spec, rows: list[SpreadRow]) -> str:
+    out = ["### %s test %s: %s (smp mode, one value per run)" % (
+        alloc.upper(), spec.test, spec.title), "",
+        "| %s | base runs | series runs | median series/base |" % spec.key,
+        "|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append("| %d | %s | %s | %s |" % (
+            r.key, " / ".join("%.0f" % v for v in r.base) or "-",
+            " / ".join("%.0f" % v for v in r.series) or "-", fmt(r.ratio, "%.2f")))
+    return "\n".join(out) + "\n"
+
+
+def plot(rows: list[Row], path: str, title: str) -> None:
+    """PNG of per-object cost against N, drawn by gnuplot."""
+    need_tools("bench", ["gnuplot"])
+    dat = path[:-4] + ".dat"
+    with open(dat, "w") as f:
+        for r in rows:
+            f.write("%d %s\n" % (r.key, " ".join(
+                fmt(v, "%.2f").replace("-", "NaN")
+                for v in (r.fallback, r.base, r.series))))
+    script = ("set terminal pngcairo size 900,540\nset output '%s'\n"
+              "set title '%s'\nset logscale x 2\nset xlabel 'bulk size N'\n"
+              "set ylabel 'instructions per object (alloc+free)'\nset grid\n"
+              "set key top left\nset yrange [0:*]\n"
+              "plot '%s' u 1:2 w lp t 'fallback (loop)', '' u 1:3 w lp t 'base bulk', "
+              "'' u 1:4 w lp t 'series bulk'\n" % (path, title, dat))
+    p = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise StageError("bench", "gnuplot failed", detail=p.stderr)
+    os.remove(dat)
+
+
+def cover_tables(data: dict[str, Any]) -> str:
+    """Plain-text tables for the cover letter from a results JSON: tests
+    a, c (worst order) and d, the ones with a fallback."""
+    out = ["Measured with the project harness: %s" % data["command"],
+           "(QEMU TCG -icount: instructions per object; fallback = the",
+           "one-at-a-time loop on the base kernel).", ""]
+    for alloc, entry in sorted(data["allocators"].items()):
+        if "base-exact" not in entry:
+            continue
+        for spec in SPECS:
+            if spec.test not in ("a", "c", "d") or spec.loop is None:
+                continue
+            if spec.test == "c" and not spec.loop.startswith("worst"):
+                continue
+            rows = table(spec, entry["base-exact"], entry["series-exact"])
+            if not rows:
+                continue
+            out.append("%s test %s, %s:" % (alloc.upper(), spec.test, spec.title))
+            out.append("  %6s %9s %9s %9s %12s" % (spec.key, "fallback", "base",
+                                                  "series", "series/base"))
+            for r in rows:
+                out.append("  %6d %9s %9s %9s %12s" % (
+                    r.key, fmt(r.fallback), fmt(r.base), fmt(r.series),
+                    fmt(r.ratio, "%.2f")))
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"

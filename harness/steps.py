@@ -1,0 +1,110 @@
+"""The test command's step framework: a planned list of steps, one
+PASS/FAIL/SKIP line each (with the time, 'step i/N' and an estimate of
+the time left from the last run), and the summary as text and JSON."""
+import dataclasses
+import json
+import os
+import time
+import traceback
+from typing import Callable
+
+from common import StageError, rel
+
+# The group of the harness's own unit tests (all others test the kernel).
+UNIT_GROUP = "unit"
+
+
+class Skip(Exception):
+    """The step does not apply at this point of the series."""
+
+
+@dataclasses.dataclass
+class Step:
+    group: str
+    name: str
+    # Returns a detail line for the PASS line (or None); raises StageError
+    # to FAIL, Skip to SKIP.
+    fn: Callable[[], str | None]
+
+    def key(self) -> str:
+        return "%s: %s" % (self.group, self.name)
+
+
+@dataclasses.dataclass
+class StepResult:
+    group: str
+    name: str
+    status: str
+    detail: str
+    seconds: float
+
+
+def load_history(path: str) -> dict[str, float]:
+    """Seconds per step of the last run's summary ({} when there is none)."""
+    try:
+        with open(path) as f:
+            return {"%s: %s" % (s["group"], s["name"]): s["seconds"]
+                    for s in json.load(f)["steps"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def estimate(rest: list[Step], history: dict[str, float]) -> str:
+    """', ~Nm left' when the last run timed every step still to come."""
+    if not rest or any(s.key() not in history for s in rest):
+        return ""
+    return ", ~%dm left" % round(sum(history[s.key()] for s in rest) / 60)
+
+
+def run_step(step: Step) -> tuple[str, str]:
+    try:
+        return "PASS", step.fn() or ""
+    except Skip as e:
+        return "SKIP", str(e)
+    except StageError as e:
+        return "FAIL", str(e)
+    except Exception as e:  # a harness bug must still name the step
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return "FAIL", "harness error %s: %s (%s:%d)" % (
+            type(e).__name__, e, rel(where.filename), where.lineno or 0)
+
+
+def run_all(steps: list[Step], history: dict[str, float]) -> list[StepResult]:
+    results = []
+    for i, step in enumerate(steps, 1):
+        start = time.time()
+        status, detail = run_step(step)
+        results.append(StepResult(step.group, step.name, status, detail,
+                                  round(time.time() - start, 1)))
+        line = "%-4s %s  [%s, step %d/%d%s]" % (
+            status, step.key(), time.strftime("%H:%M:%S"), i, len(steps),
+            estimate(steps[i:], history))
+        if detail:
+            line += "\n     " + detail.replace("\n", "\n     ")
+        print(line, flush=True)
+    return results
+
+
+def counts(results: list[StepResult]) -> dict[str, int]:
+    c = {"passed": 0, "failed": 0, "skipped": 0}
+    names = {"PASS": "passed", "FAIL": "failed", "SKIP": "skipped"}
+    for r in results:
+        c[names[r.status]] += 1
+    return c
+
+
+def summary(results: list[StepResult], seconds: float,
+            extra: dict[str, object]) -> dict[str, object]:
+    """The machine-readable summary: totals, the harness's unit tests apart
+    from the kernel's steps, and every step."""
+    unit = [r for r in results if r.group == UNIT_GROUP]
+    kernel = [r for r in results if r.group != UNIT_GROUP]
+    return dict(counts(results), seconds=round(seconds),
+                harness_unit_tests=counts(unit), kernel_steps=counts(kernel),
+                steps=[dataclasses.asdict(r) for r in results], **extra)
+
+
+def write_summary(path: str, data: dict[str, object]) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)

@@ -1,0 +1,113 @@
+"""Benchmark table shaping: which rows each table has, from parsed boots
+(benchparse records).  No I/O here."""
+import dataclasses
+import statistics
+from typing import Any
+
+Parsed = dict[str, Any]
+TESTS = "abcdef"
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """A table: test letter, title, the R-line field its rows are keyed by,
+    the loop variant (None: no fallback column) and the bulk variant."""
+    test: str
+    title: str
+    key: str
+    loop: str | None
+    bulk: str
+
+
+SPECS = [
+    Spec("a", "single object alloc+free (fastpath)", "n", None, "single"),
+    Spec("a", "quick reuse: alloc N then free N", "n", "fallback", "bulk"),
+    Spec("b", "working set: batches of N outstanding", "n", "fallback", "bulk"),
+    Spec("c", "free in allocation order (frees only)", "n", "order_loop", "order_bulk"),
+    Spec("c", "free in random order (frees only)", "n", "random_loop", "random_bulk"),
+    Spec("c", "free in worst order (frees only)", "n", "worst_loop", "worst_bulk"),
+    Spec("d", "kfree_bulk, mixed sizes 8..4096 (frees only)", "n", "kfree_loop",
+         "kfree_bulk"),
+    Spec("e", "10000 x kmalloc(size)", "size", None, "kmalloc"),
+    Spec("e", "10000 x kfree", "size", None, "kfree"),
+    Spec("e", "10000 x kmalloc(size)/kfree pairs", "size", None, "pair"),
+    Spec("f", "concurrent N*alloc (sum over CPUs)", "size", None, "conc_alloc"),
+    Spec("f", "concurrent N*free (sum over CPUs)", "size", None, "conc_free"),
+    Spec("f", "concurrent N*(alloc free)", "size", None, "conc_pair"),
+    Spec("f", "remote free: alloc side", "size", None, "remote_alloc"),
+    Spec("f", "remote free: free side", "size", None, "remote_free"),
+    Spec("f", "1 alloc N free: alloc side", "size", None, "one_alloc"),
+    Spec("f", "1 alloc N free: free side", "size", None, "one_free"),
+]
+# SLUB_STATS tables: (title, counters summed) per 1000 objects.
+STAT_SPECS = [
+    ("slowpath events (alloc_slowpath + free_slowpath)",
+     ("alloc_slowpath", "free_slowpath")),
+    ("slabs from and to the page allocator (alloc_slab + free_slab)",
+     ("alloc_slab", "free_slab")),
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """Per-object costs; the fallback is the base kernel's loop."""
+    key: int
+    fallback: float | None
+    base: float | None
+    series: float | None
+    ratio: float | None
+
+
+@dataclasses.dataclass(frozen=True)
+class SpreadRow:
+    """A test measured in several runs per kernel (smp mode)."""
+    key: int
+    base: list[float]
+    series: list[float]
+    ratio: float | None
+
+
+def rows_of(fb: dict[int, float], bb: dict[int, float],
+            sb: dict[int, float]) -> list[Row]:
+    rows = []
+    for k in sorted(set(fb) | set(bb) | set(sb)):
+        ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
+        rows.append(Row(k, fb.get(k), bb.get(k), sb.get(k), ratio))
+    return rows
+
+
+def table(spec: Spec, base: Parsed, series: Parsed) -> list[Row]:
+    def pick(parsed: Parsed, variant: str) -> dict[int, float]:
+        return {r[spec.key]: r["per_obj"] for r in parsed["results"]
+                if r["test"] == spec.test and r["variant"] == variant}
+    fb = pick(base, spec.loop) if spec.loop else {}
+    return rows_of(fb, pick(base, spec.bulk), pick(series, spec.bulk))
+
+
+def stats_table(test: str, events: tuple[str, ...], base: Parsed,
+                series: Parsed) -> list[Row]:
+    """Events per 1000 objects from S lines."""
+    def pick(parsed: Parsed, variant: str) -> dict[int, float]:
+        return {r["n"]: 1000.0 * sum(r.get(e, 0) for e in events) / r["objs"]
+                for r in parsed.get("stats", [])
+                if r["test"] == test and r["variant"] == variant}
+    return rows_of(pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk"))
+
+
+def spread_table(spec: Spec, base_runs: list[Parsed],
+                 series_runs: list[Parsed]) -> list[SpreadRow]:
+    def pick(runs: list[Parsed]) -> dict[int, list[float]]:
+        out: dict[int, list[float]] = {}
+        for parsed in runs:
+            for r in parsed["results"]:
+                if r["test"] == spec.test and r["variant"] == spec.bulk:
+                    out.setdefault(r[spec.key], []).append(r["per_obj"])
+        return out
+    b, s = pick(base_runs), pick(series_runs)
+    rows = []
+    for k in sorted(set(b) | set(s)):
+        bv, sv = b.get(k, []), s.get(k, [])
+        ratio = (statistics.median(sv) / statistics.median(bv)
+                 if bv and sv and statistics.median(bv) else None)
+        rows.append(SpreadRow(k, bv, sv, ratio))
+    return rows

@@ -1,0 +1,160 @@
+"""A result always names the kernel it came from: stale kernels are
+refused, a second run is locked out, a misspelled config fails, and an
+interrupt leaves the tree as it was."""
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+from unittest import mock
+
+import hermetic
+import boot
+import gitrepo
+import kbuild
+import kconfig
+import tree
+from common import BUILD, TREE, Interrupted, StageError
+from hermetic import git
+from fakes import CONSOLE, fake_kernel, fake_qemu
+from lock import BuildLock
+
+class StaleKernel(unittest.TestCase):
+    def setUp(self):
+        fake_kernel()
+        fake_qemu(self, CONSOLE)
+
+    def test_kernel_of_the_current_tree_boots(self):
+        res = boot.boot("slub", load=["slab_bulk_kunit"])
+        self.assertEqual((res.status, res.problems), (0, []))
+
+    def test_kernel_of_an_older_commit_is_refused(self):
+        with open(os.path.join(TREE, "mm", "slub.c"), "a") as f:
+            f.write("new line\n")
+        # Uncommitted: not what the kernel was built from either.
+        with self.assertRaisesRegex(StageError, "was built from .*, the tree is "
+                                    "at .* \\+ uncommitted changes"):
+            boot.boot("slub")
+        git(TREE, "commit", "-q", "-a", "-m", "patch N")
+        with self.assertRaises(StageError) as e:
+            boot.boot("slub")
+        self.assertIn("run ./bulk build slub", str(e.exception))
+
+    def test_kernel_of_other_fragments_is_refused(self):
+        out = kconfig.tree("linux").out_dir("slub")
+        have = kbuild.read_stamp(out)
+        kbuild.write_stamp(out, kbuild.Stamp(have.commit, have.diff, "0" * 16))
+        with self.assertRaisesRegex(StageError, "configs/ 0000"):
+            boot.boot("slub")
+
+    def test_failed_build_leaves_no_stamp(self):
+        out = kconfig.tree("linux").out_dir("slub")
+        with mock.patch.object(kconfig, "configure", return_value=out), \
+                mock.patch.object(kbuild, "stream", return_value=2):
+            with self.assertRaises(StageError):
+                kbuild.build("slub")
+        with self.assertRaisesRegex(StageError, "no kernel of slub is built"):
+            boot.boot("slub")
+
+
+class Lock(unittest.TestCase):
+    def test_second_run_is_told_who_holds_build(self):
+        with BuildLock(wait=False):
+            p = subprocess.run([sys.executable, os.path.join(hermetic.ROOT, "bulk"),
+                                "tree"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("[lock] build/ is in use by pid %d" % os.getpid(), p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        with BuildLock(wait=False) as lock:  # released: free again
+            self.assertIsNotNone(lock.file)
+
+
+class MisspelledConfig(unittest.TestCase):
+    def setUp(self):
+        src = os.path.dirname(os.path.dirname(os.path.dirname(
+            hermetic.kunit_tools(self))))
+        self.kc = kconfig.kunit_config(src)
+        self.declared = {"KASAN", "KASAN_GENERIC", "SLUB", "KFENCE"}
+
+    def verify(self, requested, actual):
+        return kconfig.verify(self.kc, requested, actual, self.declared, "frag")
+
+    def test_misspelled_symbol_fails(self):
+        bad = self.verify("CONFIG_KASAN=y\nCONFIG_KASAN_GENRIC=y\n",
+                          "CONFIG_KASAN=y\nCONFIG_KASAN_GENERIC=y\n")
+        self.assertEqual(bad, ["CONFIG_KASAN_GENRIC: no such symbol in this "
+                               "tree (misspelled?)"])
+        self.assertTrue(self.verify("# CONFIG_KFENSE is not set\n", ""))
+
+    def test_only_the_series_symbols_may_be_absent(self):
+        self.assertEqual(self.verify("CONFIG_SLUB=y\nCONFIG_SLAB_BULK_BENCH=m\n"
+                                     "CONFIG_SLAB_BULK_KUNIT_TEST=m\n",
+                                     "CONFIG_SLUB=y\n"), [])
+        self.declared.add("SLAB_BULK_BENCH")
+        self.assertEqual(self.verify("CONFIG_SLAB_BULK_BENCH=m\n", ""),
+                         ["CONFIG_SLAB_BULK_BENCH: requested m, got not set"])
+
+    def test_values_that_did_not_take_effect_are_named(self):
+        self.assertEqual(self.verify("# CONFIG_KFENCE is not set\nCONFIG_SLUB=y\n",
+                                     "CONFIG_KFENCE=y\nCONFIG_SLUB=y\n"),
+                         ["CONFIG_KFENCE: requested n, got y"])
+
+    def test_malformed_line_is_an_error(self):
+        for line in ("CONFIG_SLUB = y", "SLUB=y", "CONFIG_SLUB=y trailing"):
+            with self.assertRaisesRegex(StageError, "frag: Failed to parse"):
+                self.verify(line + "\n", "")
+
+
+class Interrupt(unittest.TestCase):
+    def test_interrupted_apply_leaves_the_tree_as_it_was(self):
+        hermetic.make_repo(TREE)
+        patches = []
+        for n in (1, 2):
+            with open(os.path.join(TREE, "mm", "slub.c"), "a") as f:
+                f.write("patch %d\n" % n)
+            git(TREE, "commit", "-q", "-a", "-m", "mm: patch %d" % n)
+        out = git(TREE, "format-patch", "-q", "-o", hermetic.SCRATCH + "/ip",
+                  "base..HEAD")
+        patches = sorted(os.path.join(hermetic.SCRATCH, "ip", f)
+                         for f in os.listdir(hermetic.SCRATCH + "/ip"))
+        self.assertEqual(out, "")
+        git(TREE, "reset", "-q", "--hard", "HEAD~1")
+        head = git(TREE, "rev-parse", "HEAD")
+        real = gitrepo.git
+        calls = []
+
+        def interrupted_second_am(path, step, *args, **kw):
+            if args[0] == "am" and args[1] == "-q":
+                calls.append(args)
+                if len(calls) == 2:
+                    raise Interrupted("SIGTERM")
+            return real(path, step, *args, **kw)
+        with mock.patch.object(gitrepo, "git", interrupted_second_am):
+            with self.assertRaises(Interrupted):
+                tree.apply_series(TREE, patches, os.path.join(BUILD, "t.log"))
+        self.assertEqual(git(TREE, "rev-parse", "HEAD"), head)
+        self.assertEqual(gitrepo.head_branch(TREE), "series")
+        self.assertEqual(git(TREE, "status", "--porcelain"), "")
+
+    def test_sigterm_ends_a_boot_with_one_line(self):
+        fake_kernel()
+        pidfile = fake_qemu(self, CONSOLE, sleep=60)
+        p = subprocess.Popen([sys.executable, os.path.join(hermetic.ROOT, "bulk"),
+                              "boot", "slub"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.assertIn("boot linux-slub", p.stdout.readline())
+        for _ in range(100):
+            if os.path.exists(pidfile) and os.path.getsize(pidfile):
+                break
+            time.sleep(0.1)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 143)
+        self.assertNotIn("Traceback", err)
+        self.assertEqual(err.strip().splitlines(), [
+            "./bulk boot: interrupted (SIGTERM); build/linux left as it was"])
+        with open(pidfile) as f:
+            qemu = int(f.read())
+        with self.assertRaises(ProcessLookupError):
+            os.kill(qemu, 0)
