@@ -15,8 +15,9 @@ import os
 import re
 from types import ModuleType
 
+import gitrepo
 from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
-                    TREE, StageError, capture, log_path, need_tools, rel, run, say)
+                    TREE, StageError, log_path, need_tools, rel, run, say)
 
 CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
@@ -106,8 +107,8 @@ def kunit_config(src: str) -> ModuleType:
 
 def declared_symbols(src: str) -> set[str]:
     """Every symbol some Kconfig file of the tree declares."""
-    out = capture(["git", "grep", "-h", "-E", r"^\s*(menu)?config\s+\w+\s*$",
-                   "--", "*Kconfig*"], "config", cwd=src)
+    out = gitrepo.git(src, "config", "grep", "-h", "-E",
+                      r"^\s*(menu)?config\s+\w+\s*$", "--", "*Kconfig*")
     return set(SYMBOL_RE.findall(out))
 
 

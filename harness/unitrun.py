@@ -1,48 +1,16 @@
-"""The harness's own unit tests (tests/), run in a process of their own:
-the test command lists them first (one step each), then runs them all in
-one child that reports each test's outcome as JSON."""
+"""The harness's own unit tests (tests/), run in a process of their own
+(tests/runner.py, which imports no harness module before the tests set up
+their scratch build/): the test command lists them first, one step each,
+then runs them all in one child that reports each outcome as JSON."""
 import json
 import os
 import subprocess
 import sys
-import unittest
-from typing import Iterator
 
 from common import REPO, StageError, log_path
 from steps import Skip
 
-TESTS = os.path.join(REPO, "tests")
-
-
-def iter_tests(suite: unittest.TestSuite) -> Iterator[unittest.TestCase]:
-    for t in suite:
-        if isinstance(t, unittest.TestSuite):
-            yield from iter_tests(t)
-        else:
-            yield t
-
-
-def child(argv: list[str]) -> int:
-    """In the child: '--list' prints the test ids, 'OUT.json' runs them."""
-    suite = unittest.defaultTestLoader.discover(TESTS, top_level_dir=TESTS)
-    tests = list(iter_tests(suite))
-    if argv == ["--list"]:
-        print("\n".join(t.id() for t in tests))
-        return 0
-    res = unittest.TextTestRunner(stream=sys.stderr, verbosity=2).run(suite)
-    bad = {t.id(): tb for t, tb in res.failures + res.errors}
-    skipped = {t.id(): why for t, why in res.skipped}
-    out = {}
-    for t in tests:
-        if t.id() in bad:
-            out[t.id()] = ("FAIL", bad[t.id()].strip().splitlines()[-1])
-        elif t.id() in skipped:
-            out[t.id()] = ("SKIP", skipped[t.id()])
-        else:
-            out[t.id()] = ("PASS", "")
-    with open(argv[0], "w") as f:
-        json.dump(out, f)
-    return 0
+RUNNER = os.path.join(REPO, "tests", "runner.py")
 
 
 class UnitTests:
@@ -54,7 +22,7 @@ class UnitTests:
         self.outcomes: dict[str, tuple[str, str]] | None = None
 
     def child_cmd(self, *args: str) -> list[str]:
-        return [sys.executable, os.path.abspath(__file__)] + list(args)
+        return [sys.executable, RUNNER] + list(args)
 
     def ids(self) -> list[str]:
         p = subprocess.run(self.child_cmd("--list"), capture_output=True,
@@ -81,7 +49,3 @@ class UnitTests:
             raise StageError("unit", detail, self.log)
         if status == "SKIP":
             raise Skip(detail)
-
-
-if __name__ == "__main__":
-    sys.exit(child(sys.argv[1:]))

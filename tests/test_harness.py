@@ -534,6 +534,16 @@ class CommandLine(unittest.TestCase):
         self.assert_one_line(p, "[base] missing tool(s): dpkg-query, dpkg; "
                              "run ./bulk setup")
 
+    def test_kunit_steps_on_a_fresh_clone_fail_saying_what_to_run(self):
+        fresh = os.path.join(hermetic.SCRATCH, "fresh-build")
+        p = self.run_bulk("test", "--only", "kunit", env={"SLABBULK_BUILD": fresh})
+        self.assertEqual(p.returncode, 1)
+        fails = [l for l in p.stdout.splitlines() if l.startswith("FAIL kunit: ")]
+        self.assertEqual(len(fails), len(kunit.KUNIT_RUNS))
+        self.assertIn("run ./bulk tree", p.stdout)
+        self.assertEqual(p.stdout.splitlines()[-1],
+                         "0 passed, %d failed, 0 skipped" % len(kunit.KUNIT_RUNS))
+
     def test_config_list(self):
         p = self.run_bulk("config", "--list")
         self.assertEqual(p.returncode, 0)

@@ -1,0 +1,74 @@
+"""The test command: SKIP only for what the series lacks, FAIL for what
+is missing; step lines with step i/N and an estimate; the JSON summary."""
+import contextlib
+import io
+import unittest
+from unittest import mock
+
+import hermetic  # noqa: F401
+import kunit
+import steps
+import testcmd
+from common import StageError
+from fakes import fake_kernel
+
+
+class KunitSteps(unittest.TestCase):
+    def setUp(self):
+        fake_kernel("slub")
+
+    def test_suite_not_in_the_series_is_a_skip(self):
+        with mock.patch.object(kunit, "expected_modules", return_value=[]):
+            with self.assertRaisesRegex(steps.Skip, "in the series yet"):
+                testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
+                                   kunit.SuiteCounts())
+
+    def test_kernel_not_built_is_a_fail_saying_what_to_run(self):
+        with mock.patch.object(kunit, "expected_modules",
+                               return_value=["slab_bulk_kunit"]):
+            with self.assertRaisesRegex(StageError, "run ./bulk build slab$"):
+                testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
+                                   kunit.SuiteCounts())
+
+
+class Runner(unittest.TestCase):
+    def run_steps(self, todo, history):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            results = steps.run_all(todo, history)
+        return results, out.getvalue().splitlines()
+
+    def test_lines_count_steps_and_estimate_what_is_left(self):
+        def skip():
+            raise steps.Skip("not yet")
+
+        def fail():
+            raise StageError("build", "slub failed", "/x/build.log")
+        todo = [steps.Step("unit", "a", lambda: None),
+                steps.Step("kunit", "b", skip), steps.Step("kunit", "c", fail)]
+        history = {"unit: a": 60, "kunit: b": 120, "kunit: c": 240}
+        results, lines = self.run_steps(todo, history)
+        self.assertRegex(lines[0], r"^PASS unit: a  \[\d\d:\d\d:\d\d, step 1/3, ~6m left\]$")
+        self.assertRegex(lines[1], r"^SKIP kunit: b  \[.*step 2/3, ~4m left\]$")
+        self.assertRegex(lines[3], r"^FAIL kunit: c  \[.*step 3/3\]$")
+        self.assertEqual(lines[4].strip(), "[build] slub failed (log: /x/build.log)")
+        data = steps.summary(results, 12.3, {})
+        self.assertEqual((data["passed"], data["failed"], data["skipped"]), (1, 1, 1))
+        self.assertEqual(data["harness_unit_tests"]["passed"], 1)
+        self.assertEqual(data["kernel_steps"], {"passed": 0, "failed": 1, "skipped": 1})
+
+    def test_unknown_durations_give_no_estimate(self):
+        _, lines = self.run_steps([steps.Step("unit", "a", lambda: None),
+                                   steps.Step("unit", "new", lambda: None)],
+                                  {"unit: a": 60})
+        self.assertNotIn("left", lines[0])
+
+    def test_harness_bug_still_names_the_step(self):
+        results, _ = self.run_steps([steps.Step("unit", "a", lambda: 1 / 0)], {})
+        self.assertEqual(results[0].status, "FAIL")
+        self.assertIn("ZeroDivisionError", results[0].detail)
+
+    def test_plan_puts_every_group_in_order(self):
+        todo = testcmd.plan(["kunit", "boot"], kunit.SuiteCounts())
+        self.assertEqual([s.group for s in todo],
+                         ["kunit"] * len(kunit.KUNIT_RUNS) + ["boot"] * 2)
