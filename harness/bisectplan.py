@@ -2,11 +2,11 @@
 touching code shared with SLAB or SLOB builds there too; the full series
 builds on all three.
 
-Builds of earlier patches run in a worktree of their own (build/bisect/
-linux, O= dirs under build/bisect/o/, kept between runs so each build is
-incremental); the user's build/linux is never checked out elsewhere.  The
-full series is build/linux itself, built into its usual O= dir, which the
-KUnit, boot and bench steps then boot.
+All of it runs in a worktree of its own, build/bisect/linux, never in the
+user's build/linux: one O= dir per config under build/bisect/o/, kept
+between runs, so that each build is incremental from the one before.  Each
+config's sequence ends at the tip, whose kernels the test command's debug,
+KUnit, boot and bench steps then use: no build is made twice.
 """
 import dataclasses
 import os
@@ -34,6 +34,9 @@ def needs_build(config: str, files: list[str]) -> bool:
     return any(not f.startswith(DOC_PREFIXES) and f not in others for f in files)
 
 
+TREE_NAME = "bisect"
+
+
 @dataclasses.dataclass(frozen=True)
 class Build:
     """config at patch number index (0-based), or at the tip (None)."""
@@ -54,11 +57,14 @@ def plan(patches: list[str]) -> list[Build]:
     return out
 
 
-def build(b: Build, commits: list[str]) -> None:
-    if b.index is None:
-        kbuild.build(b.config, "linux")
-        return
-    commit = commits[b.index]
+def at(commit: str) -> None:
+    """The worktree (made when missing) at commit."""
     gitrepo.worktree(TREE, BISECT_TREE, "bisect")
     gitrepo.checkout(BISECT_TREE, commit, "bisect")
-    kbuild.build(b.config, "bisect", label="%s@%s" % (b.config, commit[:12]))
+
+
+def build(b: Build, commits: list[str]) -> None:
+    """b in the worktree; commits: the base commit, then the series'."""
+    commit = commits[-1] if b.index is None else commits[b.index + 1]
+    at(commit)
+    kbuild.build(b.config, TREE_NAME, label="%s@%s" % (b.config, commit[:12]))

@@ -59,6 +59,8 @@ def check_stamp(config: str, tree_name: str, step: str) -> str:
     have = read_stamp(out)
     again = "run ./bulk build %s%s" % (
         config, " --tree " + tree_name if tree_name != "linux" else "")
+    if tree_name == "bisect":
+        again += " (./bulk test builds it in its bisect and debug steps)"
     if have is None:
         raise StageError(step, "no kernel of %s is built from %s at %s: %s"
                          % (config, tree_name, want.describe(), again))

@@ -75,16 +75,16 @@ def run_bench(config: str, tree: str, tests: str, quick: bool,
     return parsed
 
 
-def smoke(config: str, quick_tests: str = "a") -> None:
+def smoke(config: str, tree: str, quick_tests: str) -> None:
     """Test command: quick run on the series kernel; it must parse and give
     a result for every requested test that is not skipped."""
-    parsed = run_bench(config, "linux", quick_tests, True)
+    parsed = run_bench(config, tree, quick_tests, True)
     tested = {r["test"] for r in parsed["results"]}
     missing = [t for t in quick_tests if t not in tested
                and t not in parsed.get("skipped", {})]
     if missing:
         raise StageError("bench", "no results for test(s) %s" % ",".join(missing),
-                         boot.log_file("linux", config, bench_tag(
+                         boot.log_file(tree, config, bench_tag(
                              quick_tests, True, "exact")))
 
 

@@ -25,7 +25,7 @@ import packages
 import steps
 import tree
 import unitrun
-from common import PATCHES, REPO, TREE, StageError, log_path, rel
+from common import BASE_TAG, BISECT_TREE, PATCHES, REPO, TREE, StageError, log_path, rel
 from steps import Skip, Step
 
 GROUPS = {
@@ -41,6 +41,8 @@ GROUPS = {
     "bench": "the benchmark module's quick run parses",
 }
 SUMMARY = "test.json"
+# The tree whose tip kernels the steps after bisect boot.
+TESTED = bisectplan.TREE_NAME
 
 
 def mypy() -> str:
@@ -62,7 +64,8 @@ def mypy() -> str:
 
 
 class Series:
-    """The commits of build/linux, once the series is known to be there."""
+    """The commits of build/linux, once the series is known to be there
+    (base alone when patches/ is empty)."""
 
     def __init__(self, patches: list[str]):
         self.patches = patches
@@ -77,8 +80,14 @@ class Series:
             if not tree.is_exported_series():
                 raise StageError("apply", "build/linux is not base + patches/: "
                                  "run ./bulk tree")
-            self.commits = gitrepo.commits(TREE, "apply")
+            self.commits = [gitrepo.git(TREE, "apply", "rev-parse", BASE_TAG).strip()]
+            self.commits += gitrepo.commits(TREE, "apply")
         return self.commits
+
+    def at_tip(self) -> None:
+        """The bisect worktree at the tip, whose kernels the debug, KUnit,
+        boot and bench steps use."""
+        bisectplan.at(self.get_commits()[-1])
 
 
 def base_tree() -> None:
@@ -91,10 +100,20 @@ def base_drift() -> None:
         raise StageError("base", drift)
 
 
-def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts) -> str:
-    if not kunit.expected_modules(r.config, "linux"):
+def bisect_step(b: bisectplan.Build, series: Series) -> None:
+    bisectplan.build(b, series.get_commits())
+
+
+def debug_step(config: str, series: Series) -> None:
+    series.at_tip()
+    kbuild.build(config, TESTED, label="%s@tip" % config)
+
+
+def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts, series: Series) -> str:
+    series.at_tip()
+    if not kunit.expected_modules(r.config, TESTED):
         raise Skip("no KUnit suite for %s in the series yet" % r.config)
-    res = kunit.run(r)
+    res = kunit.run(r, TESTED)
     for c in res.suites.values():
         cases.passed += c.passed
         cases.skipped += c.skipped
@@ -104,22 +123,16 @@ def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts) -> str:
     return res.summary()
 
 
-def bench_step(config: str) -> None:
-    if measure.BENCH_SYMBOL not in kconfig.declared_symbols(TREE):
+def boot_step(mode: str, series: Series) -> None:
+    series.at_tip()
+    boot.boot("slub", TESTED, mode, [], "", 300)
+
+
+def bench_step(config: str, series: Series) -> None:
+    series.at_tip()
+    if measure.BENCH_SYMBOL not in kconfig.declared_symbols(BISECT_TREE):
         raise Skip("%s is not in the series yet" % measure.BENCH_MODULE)
-    measure.smoke(config, quick_tests="a" if config != "slub" else "abcde")
-
-
-def bisect_step(b: bisectplan.Build, series: Series) -> None:
-    bisectplan.build(b, series.get_commits())
-
-
-def debug_build(config: str) -> None:
-    kbuild.build(config)
-
-
-def smoke_boot(mode: str) -> None:
-    boot.boot("slub", "linux", mode, [], "", 300)
+    measure.smoke(config, TESTED, quick_tests="a" if config != "slub" else "abcde")
 
 
 def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
@@ -152,18 +165,18 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                      partial(bisect_step, b, series))
                 for b in bisectplan.plan(patches)]
     if want("debug"):
-        out += [Step("debug", "%s @ full series" % c, partial(debug_build, c))
+        out += [Step("debug", "%s @ full series" % c, partial(debug_step, c, series))
                 for c in ("slub-debug", "slab-debug")]
     if want("kunit"):
-        out += [Step("kunit", r.name(), partial(kunit_step, r, cases))
+        out += [Step("kunit", r.name(), partial(kunit_step, r, cases, series))
                 for r in kunit.KUNIT_RUNS]
     if want("boot"):
         out += [Step("boot", "slub smoke, %s mode" % mode,
-                     partial(smoke_boot, mode))
+                     partial(boot_step, mode, series))
                 for mode in ("exact", "smp")]
     if want("bench"):
         out += [Step("bench", "%s quick run parses" % c,
-                     partial(bench_step, c)) for c in bisectplan.ALLOCATORS]
+                     partial(bench_step, c, series)) for c in bisectplan.ALLOCATORS]
     return out
 
 

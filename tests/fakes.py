@@ -9,21 +9,20 @@ import hermetic
 import boot
 import kbuild
 import kconfig
-from common import TREE
 
 CONSOLE = ("[    0.000000] Linux version 6.1.192\n"
            "harness: loading slab_bulk_kunit params ''\n"
            "harness: status=0\n")
 
 
-def fake_kernel(config: str = "slub") -> str:
-    """build/linux (a tiny repo) and a 'built' kernel of it, stamped."""
-    hermetic.make_repo(TREE)
-    scripts = os.path.join(TREE, "scripts")
+def fake_kernel(config: str = "slub", tree: str = "linux") -> str:
+    """A tree (a tiny repo) and a 'built' kernel of it, stamped."""
+    t = kconfig.tree(tree)
+    hermetic.make_repo(t.src)
+    scripts = os.path.join(t.src, "scripts")
     os.makedirs(scripts)
     fake_program(os.path.join(scripts, "decode_stacktrace.sh"),
                  "sed 's/^/decoded: /'")
-    t = kconfig.tree("linux")
     out = t.out_dir(config)
     subprocess.run(["rm", "-rf", out], check=True)
     for d in ("arch/x86/boot", "usr", "lib"):

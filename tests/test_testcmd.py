@@ -13,22 +13,28 @@ from common import StageError
 from fakes import fake_kernel
 
 
+class AtTip:
+    def at_tip(self):
+        pass
+
+
 class KunitSteps(unittest.TestCase):
     def setUp(self):
-        fake_kernel("slub")
+        fake_kernel("slub", "bisect")
 
     def test_suite_not_in_the_series_is_a_skip(self):
         with mock.patch.object(kunit, "expected_modules", return_value=[]):
             with self.assertRaisesRegex(steps.Skip, "in the series yet"):
                 testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
-                                   kunit.SuiteCounts())
+                                   kunit.SuiteCounts(), AtTip())
 
     def test_kernel_not_built_is_a_fail_saying_what_to_run(self):
         with mock.patch.object(kunit, "expected_modules",
                                return_value=["slab_bulk_kunit"]):
-            with self.assertRaisesRegex(StageError, "run ./bulk build slab$"):
+            with self.assertRaisesRegex(StageError, "no kernel of slab is "
+                                        "built .*: run ./bulk build slab --tree bisect"):
                 testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
-                                   kunit.SuiteCounts())
+                                   kunit.SuiteCounts(), AtTip())
 
 
 class Runner(unittest.TestCase):
