@@ -149,9 +149,12 @@ def main(argv: list[str]) -> int:
         if args.cmd == "setup":
             packages.setup()
             return 0
-        if args.cmd == "config" and (args.list or not args.configs):
+        if args.cmd == "config" and args.list:
             print(kconfig.listing())
-            return 0 if args.list else 2
+            return 0
+        if args.cmd == "config" and not args.configs:
+            raise StageError("config", "name the config(s) to write; "
+                             "./bulk config --list lists them")
         with BuildLock(args.wait):
             return dispatch(args)
     except StageError as e:

@@ -25,7 +25,8 @@ import packages
 import steps
 import tree
 import unitrun
-from common import BASE_TAG, BISECT_TREE, PATCHES, REPO, TREE, StageError, log_path, rel
+from common import (BASE_TAG, BISECT_TREE, PATCHES, REPO, TREE, StageError,
+                    log_path, need_tools, rel)
 from steps import Skip, Step
 
 GROUPS = {
@@ -47,6 +48,7 @@ TESTED = bisectplan.TREE_NAME
 
 def mypy() -> str:
     """The type check of harness/."""
+    need_tools("unit", ["mypy"])
     log = log_path("mypy.log")
     files = sorted(os.path.join("harness", f) for f in os.listdir(
         os.path.join(REPO, "harness")) if f.endswith(".py"))

@@ -307,9 +307,15 @@ class InitProgram(unittest.TestCase):
         header = src.split("*/", 1)[0]
         read = set(re.findall(r'param\("(harness\.\w+)"', src))
         self.assertIn("harness.cgroup", read)
-        self.assertIn("harness.shell", read)
         for opt in read:
             self.assertIn(opt + "=", header, opt)
+
+    def test_shell_only_in_the_shell_build(self):
+        with open(boot.INIT_SRC) as f:
+            main = f.read().split("int main(void)", 1)[1]
+        shell = main.split("#ifdef HARNESS_SHELL", 1)[1].split("#endif", 1)[0]
+        self.assertIn('execl("/bin/sh"', shell)
+        self.assertNotIn("/bin/sh", main.replace(shell, ""))
 
     def test_joins_cgroup_before_loading(self):
         with open(boot.INIT_SRC) as f:
