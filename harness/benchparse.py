@@ -16,6 +16,9 @@ interleaved with any other console output.
 import re
 from typing import Any
 
+# A parsed console log (see parse()); the report keeps it as it is in
+# results/*.json.
+Parsed = dict[str, Any]
 PREFIX = "slab_bulk_bench: "
 REQUIRED = ("test", "variant", "n", "size", "objs", "cycles", "empty")
 INT_KEYS = ("n", "size", "objs", "cycles", "empty")
@@ -91,7 +94,7 @@ def parse_s_line(body: str, lineno: int | None = None) -> dict[str, Any]:
     return rec
 
 
-def parse(text: str) -> dict[str, Any]:
+def parse(text: str) -> Parsed:
     """Parse a console log; see the module docstring for the line formats.
 
     Returns {"allocator": str or None, "tsc_khz": int or None, "done": bool,

@@ -278,7 +278,7 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     say("boot %s-%s %s: %s" % (tree, config, tag, rel(log)))
     progress = Progress("boot %s-%s %s" % (tree, config, tag),
                         lambda line: bool(line.strip()))
-    rc = stream(cmd, log, timeout=timeout, progress=progress)
+    rc = stream(cmd, log, timeout=timeout, progress=progress, header=False)
     with open(log, errors="replace") as f:
         text = f.read()
     status = exit_status(rc) if rc is not None else None

@@ -137,16 +137,19 @@ def warn(msg: str) -> None:
 def stream(cmd: Sequence[str], log: str, cwd: Optional[str] = None,
            env: Optional[Mapping[str, str]] = None,
            timeout: Optional[float] = None,
-           progress: Optional[Progress] = None) -> Optional[int]:
-    """Run cmd with its output appended to log (and shown to progress).
+           progress: Optional[Progress] = None,
+           header: bool = True) -> Optional[int]:
+    """Run cmd with its output appended to log byte for byte (after a line
+    '$ cmd' when header), each line also shown to progress.
 
     Returns the exit code, or None when timeout seconds passed first.  The
     child never outlives this call, whatever ends it (an interrupt too).
     """
     full_env = dict(os.environ, **env) if env else None
-    with open(log, "a") as f:
-        f.write("$ %s\n" % " ".join(cmd))
-        f.flush()
+    with open(log, "ab") as f:
+        if header:
+            f.write(("$ %s\n" % " ".join(cmd)).encode())
+            f.flush()
         p = subprocess.Popen(list(cmd), cwd=cwd, env=full_env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
@@ -167,14 +170,12 @@ def stream(cmd: Sequence[str], log: str, cwd: Optional[str] = None,
                 chunk = os.read(p.stdout.fileno(), 65536)
                 if not chunk:
                     break
+                f.write(chunk)
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
                 for raw in lines:
-                    line = raw.decode(errors="replace") + "\n"
-                    f.write(line)
                     if progress:
-                        progress.line(line)
-            f.write(pending.decode(errors="replace"))
+                        progress.line(raw.decode(errors="replace"))
             return p.wait()
         finally:
             sel.close()

@@ -4,10 +4,10 @@ parse its console (benchparse).  Each boot's log is the boot stage's own
 import os
 
 import benchparse
+from benchparse import Parsed
 import boot
 import kbuild
 from common import REPO, StageError
-from tables import Parsed
 
 BENCH_MODULE = "slab_bulk_bench"
 BENCH_SYMBOL = "SLAB_BULK_BENCH"

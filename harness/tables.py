@@ -2,9 +2,9 @@
 (benchparse records).  No I/O here."""
 import dataclasses
 import statistics
-from typing import Any
 
-Parsed = dict[str, Any]
+from benchparse import Parsed
+
 TESTS = "abcdef"
 
 
