@@ -211,12 +211,15 @@ class BootResult:
     status: int | None
     seconds: int
     splats: list[str]
+    # The console log run through scripts/decode_stacktrace.sh, when it
+    # shows a splat.
+    decoded: str | None
     cmd: list[str]
     problems: list[str]
 
 
 def problems_of(rc: int | None, status: int | None, found: list[str],
-                timeout: float | None) -> list[str]:
+                decoded: str | None, timeout: float | None) -> list[str]:
     """Why a boot failed ([] when it did not)."""
     problems = []
     if rc is None:
@@ -227,7 +230,8 @@ def problems_of(rc: int | None, status: int | None, found: list[str],
     elif status != 0:
         problems.append("init reported status %d (see 'harness:' lines)" % status)
     if found:
-        problems.append("%d kernel splat(s) in the console" % len(found))
+        problems.append("%d kernel splat(s) in the console (decoded: %s)"
+                        % (len(found), rel(decoded or "")))
     return problems
 
 
@@ -285,16 +289,14 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     if status is None:
         status = logged_status(text)
     found = splats(text)
+    decoded = decode(out, src, log) if found else None
     res = BootResult(config, tree, mode, list(load), append, log, rc, status,
-                     progress.elapsed(), found, cmd,
-                     problems_of(rc, status, found, timeout))
+                     progress.elapsed(), found, decoded, cmd,
+                     problems_of(rc, status, found, decoded, timeout))
     with open(log[:-4] + ".json", "w") as f:
         json.dump(dataclasses.asdict(res), f, indent=1)
     if res.problems and not allow_fail:
-        detail = "\n".join(found[:10])
-        if found:
-            detail += "\ndecoded: %s" % rel(decode(out, src, log))
         raise StageError("boot", "%s-%s %s: %s" % (tree, config, tag,
                                                    "; ".join(res.problems)),
-                         log, detail)
+                         log, "\n".join(found[:10]))
     return res

@@ -1,8 +1,10 @@
 """Build stage: kbuild with O=, all cores, ccache; progress on stdout,
 the full log in build/logs/build-<tree>-<config>.log.
 
-Every O= dir carries a stamp, harness.stamp: the tree's commit, a hash of
-its uncommitted changes and a hash of the config's fragments.  It is
+Every O= dir carries a stamp, harness.stamp: the tree's commit and its
+source tree (git's tree id: the same sources after a re-applied series give
+the same id), a hash of its uncommitted changes and a hash of the config's
+fragments.  It is
 removed before a build and written after a successful one; a boot checks
 it against the tree as it is now and refuses a kernel built from anything
 else.
@@ -21,7 +23,9 @@ STAMP = "harness.stamp"
 
 @dataclasses.dataclass(frozen=True)
 class Stamp:
-    commit: str
+    # Named in messages; the sources are the tree id's.
+    commit: str = dataclasses.field(compare=False)
+    tree: str
     diff: str
     fragments: str
 
@@ -32,8 +36,10 @@ class Stamp:
 
 def current_stamp(config: str, t: kconfig.Tree, step: str) -> Stamp:
     """The stamp a kernel built from the tree as it is now would carry."""
-    return Stamp(gitrepo.git(t.src, step, "rev-parse", "HEAD").strip(),
-                 gitrepo.diff_digest(t.src, step), kconfig.fragment_digest(config))
+    commit, tree = gitrepo.git(t.src, step, "rev-parse", "HEAD",
+                               "HEAD^{tree}").split()
+    return Stamp(commit, tree, gitrepo.diff_digest(t.src, step),
+                 kconfig.fragment_digest(config))
 
 
 def read_stamp(out: str) -> Stamp | None:
@@ -41,11 +47,13 @@ def read_stamp(out: str) -> Stamp | None:
     if not os.path.exists(path):
         return None
     kv = read_kv(path)
-    return Stamp(kv.get("COMMIT", ""), kv.get("DIFF", ""), kv.get("FRAGMENTS", ""))
+    return Stamp(kv.get("COMMIT", ""), kv.get("TREE", ""), kv.get("DIFF", ""),
+                 kv.get("FRAGMENTS", ""))
 
 
 def write_stamp(out: str, stamp: Stamp) -> None:
-    write_kv(os.path.join(out, STAMP), {"COMMIT": stamp.commit, "DIFF": stamp.diff,
+    write_kv(os.path.join(out, STAMP), {"COMMIT": stamp.commit, "TREE": stamp.tree,
+                                        "DIFF": stamp.diff,
                                         "FRAGMENTS": stamp.fragments},
              "written by ./bulk build: what this kernel was built from")
 

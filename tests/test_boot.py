@@ -1,5 +1,6 @@
 """The boot stage against a fake QEMU: status, panic, timeout, splats."""
 import json
+import os
 import time
 import unittest
 
@@ -50,12 +51,14 @@ class FakeQemuBoot(unittest.TestCase):
         msg = str(e.exception)
         self.assertIn("1 kernel splat(s)", msg.splitlines()[0])
         self.assertIn("WARNING: CPU: 0 PID: 1 at mm/slub.c:100", msg)
-        decoded = msg.split("decoded: ")[1].strip()
+        decoded = msg.split("(decoded: ")[1].split(")")[0]
         with open(decoded) as f:
             self.assertIn("decoded: " + splat.strip(), f.read())
 
     def test_allow_fail_returns_the_problems(self):
-        fake_qemu(self, CONSOLE.replace("status=0", "status=2"), rc=5)
+        fake_qemu(self, CONSOLE.replace("status=0", "status=2") +
+                  "[    3.0] BUG: KASAN: use-after-free in x\n", rc=5)
         res = boot.boot("slub", tag="t", allow_fail=True)
         self.assertEqual(res.status, 2)
-        self.assertEqual(len(res.problems), 1)
+        self.assertEqual(len(res.problems), 2)
+        self.assertTrue(os.path.exists(res.decoded))

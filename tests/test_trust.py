@@ -41,10 +41,15 @@ class StaleKernel(unittest.TestCase):
             boot.boot("slub")
         self.assertIn("run ./bulk build slub", str(e.exception))
 
+    def test_same_sources_in_another_commit_are_the_same_kernel(self):
+        git(TREE, "commit", "-q", "--amend", "-m", "base, reworded")
+        self.assertEqual(boot.boot("slub").problems, [])
+
     def test_kernel_of_other_fragments_is_refused(self):
         out = kconfig.tree("linux").out_dir("slub")
         have = kbuild.read_stamp(out)
-        kbuild.write_stamp(out, kbuild.Stamp(have.commit, have.diff, "0" * 16))
+        kbuild.write_stamp(out, kbuild.Stamp(have.commit, have.tree, have.diff,
+                                             "0" * 16))
         with self.assertRaisesRegex(StageError, "configs/ 0000"):
             boot.boot("slub")
 
