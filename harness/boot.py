@@ -23,7 +23,7 @@ from typing import Sequence
 import kbuild
 import kconfig
 from common import (BUILD, REPO, Progress, StageError, log_path, need_tools, rel,
-                    say, stream)
+                    say, watch)
 
 INIT_SRC = os.path.join(REPO, "initramfs", "init.c")
 INIT_BIN = os.path.join(BUILD, "initramfs", "init")
@@ -278,11 +278,10 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
         interactive(cmd, gdb, out)
         return None
     log = log_file(tree, config, tag)
-    open(log, "w").close()
     say("boot %s-%s %s: %s" % (tree, config, tag, rel(log)))
     progress = Progress("boot %s-%s %s" % (tree, config, tag),
                         lambda line: bool(line.strip()))
-    rc = stream(cmd, log, timeout=timeout, progress=progress, header=False)
+    rc = watch(cmd, log, timeout, progress)
     with open(log, errors="replace") as f:
         text = f.read()
     status = exit_status(rc) if rc is not None else None

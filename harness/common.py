@@ -137,19 +137,17 @@ def warn(msg: str) -> None:
 def stream(cmd: Sequence[str], log: str, cwd: Optional[str] = None,
            env: Optional[Mapping[str, str]] = None,
            timeout: Optional[float] = None,
-           progress: Optional[Progress] = None,
-           header: bool = True) -> Optional[int]:
-    """Run cmd with its output appended to log byte for byte (after a line
-    '$ cmd' when header), each line also shown to progress.
+           progress: Optional[Progress] = None) -> Optional[int]:
+    """Run cmd with its output appended to log after a line '$ cmd', each
+    line also shown to progress.
 
     Returns the exit code, or None when timeout seconds passed first.  The
     child never outlives this call, whatever ends it (an interrupt too).
     """
     full_env = dict(os.environ, **env) if env else None
     with open(log, "ab") as f:
-        if header:
-            f.write(("$ %s\n" % " ".join(cmd)).encode())
-            f.flush()
+        f.write(("$ %s\n" % " ".join(cmd)).encode())
+        f.flush()
         p = subprocess.Popen(list(cmd), cwd=cwd, env=full_env,
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
@@ -183,6 +181,39 @@ def stream(cmd: Sequence[str], log: str, cwd: Optional[str] = None,
                 p.kill()
                 p.wait()
             p.stdout.close()
+
+
+def last_line(path: str) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - 4096))
+        lines = f.read().decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def watch(cmd: Sequence[str], log: str, timeout: Optional[float],
+          progress: Progress) -> Optional[int]:
+    """Run cmd with its output written straight into log (QEMU's console
+    bytes, as a file gets them), telling progress the log's last line.
+
+    Returns the exit code, or None when timeout seconds passed first; the
+    child never outlives this call."""
+    with open(log, "wb") as f:
+        p = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=f,
+                             stderr=subprocess.STDOUT)
+    deadline = time.time() + timeout if timeout else None
+    try:
+        while True:
+            wait = min(5.0, deadline - time.time()) if deadline else 5.0
+            if wait <= 0:
+                return None
+            try:
+                return p.wait(wait)
+            except subprocess.TimeoutExpired:
+                progress.line(last_line(log))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def run(cmd: Sequence[str], step: str, log: str, cwd: Optional[str] = None,
