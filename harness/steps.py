@@ -50,10 +50,11 @@ def load_history(path: str) -> dict[str, float]:
 
 
 def estimate(rest: list[Step], history: dict[str, float]) -> str:
-    """', ~Nm left' when the last run timed every step still to come."""
+    """', ~N[ms] left' when the last run timed every step still to come."""
     if not rest or any(s.key() not in history for s in rest):
         return ""
-    return ", ~%dm left" % round(sum(history[s.key()] for s in rest) / 60)
+    left = sum(history[s.key()] for s in rest)
+    return ", ~%ds left" % left if left < 90 else ", ~%dm left" % round(left / 60)
 
 
 def run_step(step: Step) -> tuple[str, str]:
