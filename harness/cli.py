@@ -90,10 +90,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--append", default="", help="extra kernel command line")
     sub.add_parser("kunit-each", help="the contract suite at every patch "
                    "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
-    p = sub.add_parser("test", help="the test command (README); CI runs it")
+    p = sub.add_parser("test", help="the test command (README); CI runs it",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="step groups, in the order they run:\n" + "\n".join(
+                           "  %-11s%s" % kv for kv in testcmd.GROUPS.items()))
     p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
-                   help="run only these step groups: %s" % ", ".join(
-                       testcmd.GROUPS))
+                   help="run only these step groups (listed below)")
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     bench_opts(p)
     p = sub.add_parser("report", help="re-render results/ (and the cover "
