@@ -5,12 +5,16 @@ import io
 import unittest
 from unittest import mock
 
-import hermetic  # noqa: F401
+import hermetic
+import bisectplan
+import gitrepo
+import kbuild
 import kunit
 import steps
 import testcmd
-from common import StageError
+from common import BISECT_TREE, TREE, StageError
 from fakes import fake_kernel
+from hermetic import git
 
 
 class AtTip:
@@ -35,6 +39,28 @@ class KunitSteps(unittest.TestCase):
                                         "built .*: run ./bulk build slab --tree bisect"):
                 testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
                                    kunit.SuiteCounts(), AtTip())
+
+
+class Bisect(unittest.TestCase):
+    def test_builds_run_in_the_worktree_never_in_the_users_tree(self):
+        hermetic.make_repo(TREE)
+        commits = [git(TREE, "rev-parse", "HEAD").strip()]
+        for n in (1, 2):
+            with open(TREE + "/mm/slub.c", "a") as f:
+                f.write("patch %d\n" % n)
+            git(TREE, "commit", "-q", "-a", "-m", "mm: patch %d" % n)
+            commits.append(git(TREE, "rev-parse", "HEAD").strip())
+        seen = []
+
+        def build(config, tree, label):
+            seen.append((config, tree, git(BISECT_TREE, "rev-parse", "HEAD").strip()))
+        with mock.patch.object(kbuild, "build", build):
+            bisectplan.build(bisectplan.Build("slub", 0, "p1"), commits)
+            bisectplan.build(bisectplan.Build("slab", None, "full series"), commits)
+        self.assertEqual(seen, [("slub", "bisect", commits[1]),
+                                ("slab", "bisect", commits[2])])
+        self.assertEqual(git(TREE, "rev-parse", "HEAD").strip(), commits[2])
+        self.assertEqual(gitrepo.head_branch(TREE), "series")
 
 
 class Runner(unittest.TestCase):
