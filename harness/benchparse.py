@@ -21,7 +21,6 @@ from typing import Any
 Parsed = dict[str, Any]
 PREFIX = "slab_bulk_bench: "
 REQUIRED = ("test", "variant", "n", "size", "objs", "cycles", "empty")
-INT_KEYS = ("n", "size", "objs", "cycles", "empty")
 
 _TS = re.compile(r"^\s*(?:<\d+>)?\s*\[\s*\d+\.\d+\]\s*")
 _KV = re.compile(r"^([a-z_]+)=(\S+)$")
