@@ -114,7 +114,6 @@ class MisspelledConfig(unittest.TestCase):
 class Interrupt(unittest.TestCase):
     def test_interrupted_apply_leaves_the_tree_as_it_was(self):
         hermetic.make_repo(TREE)
-        patches = []
         for n in (1, 2):
             with open(os.path.join(TREE, "mm", "slub.c"), "a") as f:
                 f.write("patch %d\n" % n)
@@ -124,7 +123,8 @@ class Interrupt(unittest.TestCase):
         patches = sorted(os.path.join(hermetic.SCRATCH, "ip", f)
                          for f in os.listdir(hermetic.SCRATCH + "/ip"))
         self.assertEqual(out, "")
-        git(TREE, "reset", "-q", "--hard", "HEAD~1")
+        # The tree is at patch 2: the interrupt comes after patch 1 is
+        # applied again, so only putting the tree back gets patch 2 back.
         head = git(TREE, "rev-parse", "HEAD")
         real = gitrepo.git
         calls = []
