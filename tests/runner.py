@@ -1,5 +1,6 @@
 """Runs the unit tests for ./bulk test (harness/unitrun.py): '--list'
-prints the test ids, 'OUT.json' runs them all and writes each outcome."""
+prints the test ids, 'OUT.json' runs them all and writes each outcome.
+With no argument it runs them all; exit status 1 when one failed."""
 import json
 import os
 import sys
@@ -34,11 +35,11 @@ def main(argv: list[str]) -> int:
             out[t.id()] = ("SKIP", skipped[t.id()])
         else:
             out[t.id()] = ("PASS", "")
-    with open(argv[0], "w") as f:
-        json.dump(out, f)
-    return 0
-
-
+    if argv:
+        with open(argv[0], "w") as f:
+            json.dump(out, f)
+        return 0
+    return 0 if res.wasSuccessful() else 1
 
 
 if __name__ == "__main__":
