@@ -30,8 +30,9 @@ class Stamp:
     fragments: str
 
     def describe(self) -> str:
-        return "%s%s, configs/ %s" % (self.commit[:12], " + uncommitted changes"
-                                     if self.diff else "", self.fragments)
+        return "%s (sources %s)%s, configs/ %s" % (
+            self.commit[:12], self.tree[:12] or "not recorded",
+            " + uncommitted changes" if self.diff else "", self.fragments)
 
 
 def current_stamp(config: str, t: kconfig.Tree, step: str) -> Stamp:
