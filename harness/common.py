@@ -61,9 +61,11 @@ class StageError(Exception):
         return s
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
     """SIGTERM arrived (SIGINT raises KeyboardInterrupt): unwind, run every
-    cleanup on the way, then end with one line."""
+    cleanup on the way, then end with one line.  A BaseException, as
+    KeyboardInterrupt is, so that no 'except Exception' (the test command's
+    harness-bug catch) takes it for a failed step and runs on."""
 
 
 def log_path(name: str) -> str:

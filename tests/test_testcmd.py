@@ -12,7 +12,7 @@ import kbuild
 import kunit
 import steps
 import testcmd
-from common import BISECT_TREE, TREE, StageError
+from common import BISECT_TREE, TREE, Interrupted, StageError
 from fakes import fake_kernel
 from hermetic import git
 
@@ -99,6 +99,16 @@ class Runner(unittest.TestCase):
         results, _ = self.run_steps([steps.Step("unit", "a", lambda: 1 / 0)], {})
         self.assertEqual(results[0].status, "FAIL")
         self.assertIn("ZeroDivisionError", results[0].detail)
+
+    def test_sigterm_in_a_step_ends_the_run(self):
+        def term():
+            raise Interrupted("SIGTERM")
+        after = []
+        with self.assertRaises(Interrupted):
+            self.run_steps([steps.Step("bisect", "a", term),
+                            steps.Step("bisect", "b", lambda: after.append(1))],
+                           {})
+        self.assertEqual(after, [])
 
     def test_plan_puts_every_group_in_order(self):
         todo = testcmd.plan(["kunit", "boot"], kunit.SuiteCounts())
