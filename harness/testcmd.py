@@ -69,8 +69,7 @@ class Series:
     """The commits of build/linux, once the series is known to be there
     (base alone when patches/ is empty)."""
 
-    def __init__(self, patches: list[str]):
-        self.patches = patches
+    def __init__(self) -> None:
         self.commits: list[str] | None = None
 
     def apply(self) -> None:
@@ -139,7 +138,7 @@ def bench_step(config: str, series: Series) -> None:
 
 def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
     patches = gitrepo.patch_files(PATCHES)
-    series = Series(patches)
+    series = Series()
     out = []
     want = groups.__contains__
     if want("setup"):
