@@ -125,7 +125,11 @@ def worktree(tree: str, path: str, step: str) -> str:
     if os.path.isfile(gitfile):
         with open(gitfile) as f:
             gitdir = f.read().partition("gitdir:")[2].strip()
-        if os.path.isdir(gitdir) and gitdir.startswith(os.path.join(tree, ".git")):
+        # git writes the real path: compare real paths, or a build/ reached
+        # through a symlink would get a fresh worktree (and full rebuilds)
+        # on every call.
+        if os.path.isdir(gitdir) and os.path.realpath(gitdir).startswith(
+                os.path.join(os.path.realpath(tree), ".git") + os.sep):
             return path
     shutil.rmtree(path, ignore_errors=True)
     git(tree, step, "worktree", "prune")

@@ -2,6 +2,7 @@
 is missing; step lines with step i/N and an estimate; the JSON summary."""
 import contextlib
 import io
+import os
 import unittest
 from unittest import mock
 
@@ -61,6 +62,19 @@ class Bisect(unittest.TestCase):
                                 ("slab", "bisect", commits[2])])
         self.assertEqual(git(TREE, "rev-parse", "HEAD").strip(), commits[2])
         self.assertEqual(gitrepo.head_branch(TREE), "series")
+
+
+    def test_worktree_is_kept_when_build_is_reached_through_a_symlink(self):
+        real = os.path.join(hermetic.SCRATCH, "real")
+        os.makedirs(real)
+        link = os.path.join(hermetic.SCRATCH, "link")
+        os.symlink(real, link)
+        hermetic.make_repo(os.path.join(link, "linux"))
+        wt = os.path.join(link, "wt")
+        gitrepo.worktree(os.path.join(link, "linux"), wt, "bisect")
+        open(os.path.join(wt, "kept"), "w").close()
+        gitrepo.worktree(os.path.join(link, "linux"), wt, "bisect")
+        self.assertTrue(os.path.exists(os.path.join(wt, "kept")))
 
 
 class Runner(unittest.TestCase):
