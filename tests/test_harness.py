@@ -286,7 +286,7 @@ class BisectPlan(unittest.TestCase):
         self.assertTrue(bisectplan.needs_build("slob", ["mm/slab_common.c"]))
         self.assertFalse(bisectplan.needs_build("slob", ["mm/slab.c"]))
 
-    def test_tip_builds_in_the_tree_earlier_patches_in_the_worktree(self):
+    def test_each_patch_where_it_matters_then_the_tip_per_allocator(self):
         d = os.path.join(hermetic.SCRATCH, "plan")
         os.makedirs(d, exist_ok=True)
         paths = []
