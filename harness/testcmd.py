@@ -60,6 +60,10 @@ def mypy() -> str:
         f.write(p.stdout + p.stderr)
     if p.returncode != 0:
         errors = [l for l in p.stdout.splitlines() if ": error:" in l]
+        if not errors:  # mypy itself failed (exit 2): say what it said
+            raise StageError("unit", "mypy failed (%d)" % p.returncode, log,
+                             "\n".join((p.stdout + p.stderr).strip()
+                                       .splitlines()[-5:]))
         raise StageError("unit", "mypy: %d error(s)" % len(errors), log,
                          "\n".join(errors[:10]))
     return p.stdout.strip().splitlines()[-1]
