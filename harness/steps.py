@@ -1,6 +1,7 @@
 """The test command's step framework: a planned list of steps, one
 PASS/FAIL/SKIP line each (with the time, 'step i/N' and an estimate of
-the time left from the last run), and the summary as text and JSON."""
+the time left from earlier runs' step times), and the summary as text and
+JSON."""
 import dataclasses
 import json
 import os
@@ -40,13 +41,23 @@ class StepResult:
 
 
 def load_history(path: str) -> dict[str, float]:
-    """Seconds per step of the last run's summary ({} when there is none)."""
+    """Seconds per step, as save_history() left them ({} when none)."""
     try:
         with open(path) as f:
-            return {"%s: %s" % (s["group"], s["name"]): s["seconds"]
-                    for s in json.load(f)["steps"]}
-    except (OSError, ValueError, KeyError, TypeError):
+            return {str(k): float(v) for k, v in json.load(f).items()}
+    except (OSError, ValueError, AttributeError, TypeError):
         return {}
+
+
+def save_history(path: str, history: dict[str, float],
+                 results: list[StepResult]) -> None:
+    """history with this run's times: a run of some groups (--only) keeps
+    the times of the others for the next full run's estimate."""
+    merged = dict(history)
+    merged.update({"%s: %s" % (r.group, r.name): r.seconds for r in results})
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(merged, f, indent=1, sort_keys=True)
 
 
 def estimate(rest: list[Step], history: dict[str, float]) -> str:

@@ -42,6 +42,8 @@ GROUPS = {
     "bench": "the benchmark module's quick run parses",
 }
 SUMMARY = "test.json"
+# Seconds per step over the runs so far (the estimate of the time left).
+TIMES = "test-times.json"
 # The tree whose tip kernels the steps after bisect boot.
 TESTED = bisectplan.TREE_NAME
 
@@ -195,7 +197,10 @@ def main(only: str) -> int:
     cases = kunit.SuiteCounts()
     todo = plan(groups, cases)
     summary_path = log_path(SUMMARY)
-    results = steps.run_all(todo, steps.load_history(summary_path))
+    times_path = log_path(TIMES)
+    history = steps.load_history(times_path)
+    results = steps.run_all(todo, history)
+    steps.save_history(times_path, history, results)
     data = steps.summary(results, time.time() - start, {
         "groups": groups, "kunit_cases": {"passed": cases.passed,
                                           "skipped": cases.skipped,

@@ -109,6 +109,15 @@ class Runner(unittest.TestCase):
                                   {"unit: a": 60})
         self.assertNotIn("left", lines[0])
 
+    def test_a_partial_run_keeps_the_other_steps_times(self):
+        path = os.path.join(hermetic.SCRATCH, "times.json")
+        steps.save_history(path, {}, [steps.StepResult("bisect", "x", "PASS", "", 300.0)])
+        history = steps.load_history(path)
+        results, _ = self.run_steps([steps.Step("unit", "a", lambda: None)], history)
+        steps.save_history(path, history, results)
+        self.assertEqual(set(steps.load_history(path)), {"bisect: x", "unit: a"})
+        self.assertEqual(steps.load_history(path)["bisect: x"], 300.0)
+
     def test_harness_bug_still_names_the_step(self):
         results, _ = self.run_steps([steps.Step("unit", "a", lambda: 1 / 0)], {})
         self.assertEqual(results[0].status, "FAIL")
