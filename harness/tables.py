@@ -22,6 +22,15 @@ class Spec:
 SPECS = [
     Spec("a", "single object alloc+free (fastpath)", "n", None, "single"),
     Spec("a", "quick reuse: alloc N then free N", "n", "fallback", "bulk"),
+    # Test a's second shape: sizeof(struct sk_buff) objects with
+    # SLAB_HWCACHE_ALIGN, a cache created and destroyed around each
+    # measurement.
+    Spec("a", "sk_buff-sized, HWCACHE_ALIGN, new cache per measurement: "
+         "single object alloc+free", "n", None, "skb_single"),
+    Spec("a", "sk_buff-sized, HWCACHE_ALIGN, new cache per measurement: "
+         "alloc N then free N", "n", "skb_fallback", "skb_bulk"),
+    Spec("a", "sk_buff-sized, new cache: alloc 64, free in worst order "
+         "(alloc+free timed)", "n", "skb_worst_loop", "skb_worst_bulk"),
     Spec("b", "working set: batches of N outstanding", "n", "fallback", "bulk"),
     Spec("c", "free in allocation order (frees only)", "n", "order_loop", "order_bulk"),
     Spec("c", "free in random order (frees only)", "n", "random_loop", "random_bulk"),

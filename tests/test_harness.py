@@ -371,6 +371,20 @@ class BenchReport(unittest.TestCase):
         self.assertIn("       8     200.0     100.0      50.0         0.50\n", text)
         self.assertNotIn("test b", text)
 
+    def test_skb_rows_have_their_own_table(self):
+        def res(v, n, per):
+            return {"test": "a", "variant": v, "n": n, "size": 208,
+                    "per_obj": per}
+        b = {"results": [res("fallback", 8, 300.0), res("bulk", 8, 290.0),
+                         res("skb_fallback", 8, 700.0),
+                         res("skb_bulk", 8, 690.0)]}
+        s = {"results": [res("bulk", 8, 150.0), res("skb_bulk", 8, 280.0)]}
+        spec = [sp for sp in tables.SPECS if sp.bulk == "skb_bulk"][0]
+        rows = tables.table(spec, b, s)
+        self.assertEqual([(r.key, r.fallback, r.base, r.series) for r in rows],
+                         [(8, 700.0, 690.0, 280.0)])
+        self.assertIn("skb_worst_bulk", [sp.bulk for sp in tables.SPECS])
+
     def test_specs_name_known_tests(self):
         for spec in tables.SPECS:
             self.assertIn(spec.test, tables.TESTS)
