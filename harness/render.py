@@ -2,8 +2,8 @@
 letter's plain-text tables."""
 import os
 import subprocess
-from typing import Any
 
+from benchparse import Report
 from common import StageError, need_tools
 from tables import SPECS, Row, Spec, SpreadRow, table
 
@@ -55,21 +55,21 @@ def plot(rows: list[Row], path: str, title: str) -> None:
     os.remove(dat)
 
 
-def cover_tables(data: dict[str, Any]) -> str:
+def cover_tables(data: Report) -> str:
     """Plain-text tables for the cover letter from a results JSON: tests
     a, c (worst order) and d, the ones with a fallback."""
-    out = ["Measured with the project harness: %s" % data["command"],
+    out = ["Measured with the project harness: %s" % data.command,
            "(QEMU TCG -icount: instructions per object; fallback = the",
            "one-at-a-time loop on the base kernel).", ""]
-    for alloc, entry in sorted(data["allocators"].items()):
-        if "base-exact" not in entry:
+    for alloc, entry in sorted(data.allocators.items()):
+        if entry.base_exact is None or entry.series_exact is None:
             continue
         for spec in SPECS:
             if spec.test not in ("a", "c", "d") or spec.loop is None:
                 continue
             if spec.test == "c" and not spec.loop.startswith("worst"):
                 continue
-            rows = table(spec, entry["base-exact"], entry["series-exact"])
+            rows = table(spec, entry.base_exact, entry.series_exact)
             if not rows:
                 continue
             out.append("%s test %s, %s:" % (alloc.upper(), spec.test, spec.title))
