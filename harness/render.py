@@ -34,15 +34,19 @@ def markdown_spread(alloc: str, spec: Spec, rows: list[SpreadRow]) -> str:
     return "\n".join(out) + "\n"
 
 
+def plot_data(rows: list[Row]) -> str:
+    """gnuplot's data: N and the three costs, NaN where one is missing."""
+    return "".join("%d %s\n" % (r.key, " ".join(
+        "NaN" if v is None else "%.2f" % v for v in (r.fallback, r.base, r.series)))
+        for r in rows)
+
+
 def plot(rows: list[Row], path: str, title: str) -> None:
     """PNG of per-object cost against N, drawn by gnuplot."""
     need_tools("bench", ["gnuplot"])
     dat = path[:-4] + ".dat"
     with open(dat, "w") as f:
-        for r in rows:
-            f.write("%d %s\n" % (r.key, " ".join(
-                fmt(v, "%.2f").replace("-", "NaN")
-                for v in (r.fallback, r.base, r.series))))
+        f.write(plot_data(rows))
     script = ("set terminal pngcairo size 900,540\nset output '%s'\n"
               "set title '%s'\nset logscale x 2\nset xlabel 'bulk size N'\n"
               "set ylabel 'instructions per object (alloc+free)'\nset grid\n"

@@ -342,6 +342,11 @@ class BenchReport(unittest.TestCase):
         self.assertEqual(rows[1], tables.Row(8, None, 80.0, None, None))
         self.assertIn("| 8 | - | 80.0 | - | - |", render.markdown("slub", spec, rows))
 
+    def test_plot_data_marks_only_missing_values(self):
+        self.assertEqual(render.plot_data([tables.Row(8, -1.5, None, 2.0, None),
+                                           tables.Row(16, None, -0.25, -3.0, 12.0)]),
+                         "8 -1.50 NaN 2.00\n16 NaN -0.25 -3.00\n")
+
     def test_smp_runs_are_reported_as_a_spread(self):
         def run(*vals):
             return Run(results=[record("f", "conc_alloc", 1, 8, v) for v in vals])
