@@ -138,6 +138,20 @@ class Runner(unittest.TestCase):
         self.assertEqual(data["harness_unit_tests"]["passed"], 1)
         self.assertEqual(data["kernel_steps"], {"passed": 0, "failed": 1, "skipped": 1})
 
+    def test_mypy_counts_as_a_harness_check_not_a_unit_test(self):
+        todo = [steps.Step("unit", "test_a.T.test_b", lambda: None),
+                steps.Step("unit", steps.MYPY_STEP, lambda: None),
+                steps.Step("boot", "slub smoke", lambda: None)]
+        results, _ = self.run_steps(todo, {})
+        data = steps.summary(results, 1.0, {})
+        self.assertEqual(data["passed"], 3)
+        self.assertEqual(data["harness_unit_tests"], {"passed": 1, "failed": 0, "skipped": 0})
+        self.assertEqual(data["harness_checks"], {"passed": 1, "failed": 0, "skipped": 0})
+        self.assertEqual(data["kernel_steps"], {"passed": 1, "failed": 0, "skipped": 0})
+        mypy = [s for s in testcmd.plan(["unit"], kunit.SuiteCounts())
+                if s.name == steps.MYPY_STEP]
+        self.assertEqual([s.group for s in mypy], ["unit"])
+
     def test_unknown_durations_give_no_estimate(self):
         _, lines = self.run_steps([steps.Step("unit", "a", lambda: None),
                                    steps.Step("unit", "new", lambda: None)],
