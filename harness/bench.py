@@ -12,7 +12,6 @@ The report of the run the cover letter quotes also writes its tables to
 patches/cover-tables.txt, which export reads.
 """
 import argparse
-import json
 import os
 import time
 
@@ -25,6 +24,7 @@ import packages
 import render
 import tables
 import tree
+from benchparse import AllocRuns, Report
 from common import COVER_TABLES, RESULTS, StageError, rel, say
 
 ALLOCATORS = ("slub", "slab", "slob")
@@ -63,8 +63,43 @@ def report(allocs: list[str], tests: str, quick: bool) -> None:
     name = "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
     command = "./bulk bench --alloc %s --tests %s%s" % (
         ",".join(allocs), tests, " --quick" if quick else "")
+    data = Report(command)
+    for alloc in allocs:
+        entry = AllocRuns()
+        for label, tr in (("base", measure.BASE_TREE), ("series", "linux")):
+            exact, smp = None, None
+            for mode, letters in measure.runs(tests):
+                parsed = [measure.load_run(alloc, tr, letters, quick, mode, r)
+                          for r in measure.mode_runs(mode)]
+                if mode == "smp":
+                    smp = parsed
+                else:
+                    exact = parsed[0]
+            if label == "base":
+                entry.base_exact, entry.base_smp_runs = exact, smp
+            else:
+                entry.series_exact, entry.series_smp_runs = exact, smp
+        data.allocators[alloc] = entry
+    md = markdown_report(name, data, allocs, tests, RESULTS)
+    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
+        f.write(data.dumps())
+    say("report: results/%s.md, results/%s.json and the plots written" % (name, name))
+    if is_cover_run(name):
+        with open(COVER_TABLES, "w") as f:
+            f.write(render.cover_tables(data))
+        say("report: %s written (./bulk export puts it in the cover letter)"
+            % rel(COVER_TABLES))
+
+
+def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
+                    plot_dir: str | None) -> list[str]:
+    """The lines of results/<name>.md from the report's runs; the tables
+    are printed too, and each allocator's plot goes to @plot_dir (None:
+    no plot)."""
     md = ["# Slab bulk benchmark: base vs series", "",
-          "Command: `%s`" % command, "",
+          "Command: `%s`" % data.command, "",
           "Kernels: *base* = Debian linux-source-6.1 (patches/BASE) plus the "
           "benchmark patch, with the module as the series has it; *series* = "
           "all of patches/. Configs: "
@@ -76,63 +111,44 @@ def report(allocs: list[str], tests: str, quick: bool) -> None:
           "icount), %d boots per kernel: its figures are noise, so each row "
           "shows every run. fallback = the one-at-a-time loop on the base "
           "kernel; series/base below 1 is better." % measure.SMP_RUNS, ""]
-    data: dict = {"command": command, "allocators": {}}
     for alloc in allocs:
-        entry: dict = {}
-        for label, tr in (("base", measure.BASE_TREE), ("series", "linux")):
-            for mode, letters in measure.runs(tests):
-                parsed = [measure.load_run(alloc, tr, letters, quick, mode, r)
-                          for r in measure.mode_runs(mode)]
-                if mode == "smp":
-                    entry["%s-%s-runs" % (label, mode)] = parsed
-                else:
-                    entry["%s-%s" % (label, mode)] = parsed[0]
-        data["allocators"][alloc] = entry
-        md += alloc_tables(name, alloc, tests, entry)
-    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    path = os.path.join(RESULTS, name + ".json")
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1, sort_keys=True)
-    say("report: results/%s.md, results/%s.json and the plots written" % (name, name))
-    if is_cover_run(name):
-        with open(path) as f:
-            text = render.cover_tables(json.load(f))
-        with open(COVER_TABLES, "w") as f:
-            f.write(text)
-        say("report: %s written (./bulk export puts it in the cover letter)"
-            % rel(COVER_TABLES))
+        plot = (os.path.join(plot_dir, "%s-%s-a.png" % (name, alloc))
+                if plot_dir is not None else None)
+        md += alloc_tables(alloc, tests, data.allocators[alloc], plot)
+    return md
 
 
-def alloc_tables(name: str, alloc: str, tests: str, entry: dict) -> list[str]:
-    """The markdown tables of one allocator (printed too), and its plot."""
+def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
+                 plot: str | None) -> list[str]:
+    """The markdown tables of one allocator (printed too), and its plot
+    (to the path @plot, unless None)."""
     md = []
     for spec in tables.SPECS:
         if spec.test not in tests:
             continue
         if spec.test == "f":
-            srows = tables.spread_table(spec, entry["base-smp-runs"],
-                                        entry["series-smp-runs"])
+            srows = tables.spread_table(spec, entry.base_smp_runs or [],
+                                        entry.series_smp_runs or [])
             if srows:
                 md.append(render.markdown_spread(alloc, spec, srows))
                 print(md[-1])
             continue
-        rows = tables.table(spec, entry["base-exact"], entry["series-exact"])
+        base, series = entry.exact(alloc)
+        rows = tables.table(spec, base, series)
         if not rows:
             continue
         md.append(render.markdown(alloc, spec, rows))
         print(md[-1])
         if spec.bulk == "bulk":
             for title, events in tables.STAT_SPECS:
-                strows = tables.stats_table(spec.test, events, entry["base-exact"],
-                                            entry["series-exact"])
+                strows = tables.stats_table(spec.test, events, base, series)
                 if strows:
                     md.append(render.markdown(alloc, tables.Spec(
                         spec.test, title + " per 1000 objects, SLUB_STATS", "n",
                         None, ""), strows))
                     print(md[-1])
-        if spec.test == "a" and spec.bulk == "bulk":
-            render.plot(rows, os.path.join(RESULTS, "%s-%s-a.png" % (name, alloc)),
+        if spec.test == "a" and spec.bulk == "bulk" and plot is not None:
+            render.plot(rows, plot,
                         "%s quick reuse: instructions per object vs bulk size N"
                         % alloc.upper())
     return md

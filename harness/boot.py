@@ -219,7 +219,8 @@ class BootResult:
 
 
 def problems_of(rc: int | None, status: int | None, found: list[str],
-                decoded: str | None, timeout: float | None) -> list[str]:
+                decoded: str | None, timeout: float | None,
+                decode_error: str | None = None) -> list[str]:
     """Why a boot failed ([] when it did not)."""
     problems = []
     if rc is None:
@@ -232,17 +233,40 @@ def problems_of(rc: int | None, status: int | None, found: list[str],
     if found:
         problems.append("%d kernel splat(s) in the console (decoded: %s)"
                         % (len(found), rel(decoded or "")))
+    if decode_error:
+        problems.append(decode_error)
     return problems
 
 
-def decode(out: str, src: str, log: str) -> str:
-    """log run through scripts/decode_stacktrace.sh (symbols to lines)."""
+def decode(out: str, src: str, log: str) -> tuple[str, str | None]:
+    """log run through scripts/decode_stacktrace.sh (symbols to lines):
+    the decoded log, and why decoding failed (None when it did not)."""
     decoded = log[:-4] + ".decoded.log"
     script = os.path.join(src, "scripts", "decode_stacktrace.sh")
     with open(log, "rb") as inp, open(decoded, "wb") as f:
-        subprocess.run([script, os.path.join(out, "vmlinux"), src, out],
-                       stdin=inp, stdout=f, stderr=subprocess.STDOUT, cwd=src)
-    return decoded
+        try:
+            rc = subprocess.run([script, os.path.join(out, "vmlinux"), src, out],
+                                stdin=inp, stdout=f, stderr=subprocess.STDOUT,
+                                cwd=src).returncode
+        except OSError as e:
+            return decoded, "%s could not run: %s" % (rel(script), e)
+    if rc != 0:
+        return decoded, "%s exited %d: the decoded log is incomplete (%s)" % (
+            os.path.basename(script), rc, rel(decoded))
+    return decoded, None
+
+
+def interactive_problem(rc: int) -> str | None:
+    """Why an interactive QEMU run failed, from its exit code (None: it
+    did not).  0: QEMU ended (Ctrl-A x, or the guest powered off);
+    odd: the init sent its status, 2 * status + 1; else QEMU failed or was
+    killed."""
+    if rc == 0:
+        return None
+    status = exit_status(rc)
+    if status is None:
+        return "QEMU exited %d" % rc
+    return "init reported status %d" % status if status else None
 
 
 def interactive(cmd: list[str], gdb: bool, out: str) -> None:
@@ -255,7 +279,9 @@ def interactive(cmd: list[str], gdb: bool, out: str) -> None:
         say("boot: QEMU waits for gdb: gdb %s -ex 'target remote :%d'" % (
             rel(os.path.join(out, "vmlinux")), GDB_PORT))
     say("boot: console on this terminal; Ctrl-A x ends QEMU")
-    subprocess.run(cmd)
+    problem = interactive_problem(subprocess.run(cmd).returncode)
+    if problem:
+        raise StageError("boot", "%s: %s" % ("--gdb" if gdb else "--shell", problem))
 
 
 def boot(config: str, tree: str = "linux", mode: str = "exact",
@@ -288,10 +314,11 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     if status is None:
         status = logged_status(text)
     found = splats(text)
-    decoded = decode(out, src, log) if found else None
+    decoded, decode_error = decode(out, src, log) if found else (None, None)
     res = BootResult(config, tree, mode, list(load), append, log, rc, status,
                      progress.elapsed(), found, decoded, cmd,
-                     problems_of(rc, status, found, decoded, timeout))
+                     problems_of(rc, status, found, decoded, timeout,
+                                 decode_error))
     with open(log[:-4] + ".json", "w") as f:
         json.dump(dataclasses.asdict(res), f, indent=1)
     if res.problems and not allow_fail:

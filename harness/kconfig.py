@@ -5,8 +5,9 @@ scripts/kconfig/merge_config.sh (-m: merge only).  The merged fragment is
 given to kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles
 the rest, and kunit_config (tools/testing/kunit) parses both and checks
 that the fragment is a subset of the result.  On top of that: every symbol
-of the fragment must exist in the tree, except the series' own two, which
-appear with their patches.
+of the fragment must exist in the tree, except the series' own two before
+the patch that adds them: a tree whose Kconfig files define one checks it
+like any other symbol.
 """
 import dataclasses
 import hashlib
@@ -30,8 +31,9 @@ CONFIG_SETS = {
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
 }
 # Symbols the series adds (its KUnit suite and benchmark module): they do
-# not exist on the base or before their patch.  Any other unknown symbol
-# is a typo.
+# not exist on the base or before their patch, where a fragment's line for
+# one is excused; once the tree defines it, it must take effect.  Any other
+# unknown symbol is a typo.
 SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH")
 # The KBUILD_BUILD_* values make the image depend on the sources alone
 # (Documentation/kbuild/reproducible-builds.rst). That includes the build
@@ -136,7 +138,10 @@ def verify(kc: ModuleType, requested_text: str, actual_text: str,
     """Problems of a fragment against the resulting .config, as messages
     ([] when it took effect)."""
     requested = parse(kc, requested_text, what)
-    unknown = sorted(set(requested) - declared - set(SERIES_SYMBOLS))
+    # Only a series symbol this tree does not define yet is excused; the
+    # check below takes every declared symbol, the series' own included.
+    not_yet = set(SERIES_SYMBOLS) - declared
+    unknown = sorted(set(requested) - declared - not_yet)
     if unknown:
         return ["CONFIG_%s: no such symbol in this tree (misspelled?)" % s
                 for s in unknown]

@@ -4,7 +4,7 @@ parse its console (benchparse).  Each boot's log is the boot stage's own
 import os
 
 import benchparse
-from benchparse import Parsed
+from benchparse import Run
 import boot
 import kbuild
 from common import REPO, StageError
@@ -47,7 +47,7 @@ def runs(tests: str) -> list[tuple[str, str]]:
 
 
 def load_run(alloc: str, tree: str, letters: str, quick: bool, mode: str,
-             run: int | None = None) -> Parsed:
+             run: int | None = None) -> Run:
     log = boot.log_file(tree, alloc, bench_tag(letters, quick, mode, run))
     if not os.path.exists(log):
         raise StageError("report", "no benchmark log %s: run ./bulk bench with "
@@ -57,19 +57,19 @@ def load_run(alloc: str, tree: str, letters: str, quick: bool, mode: str,
             parsed = benchparse.parse(f.read())
         except ValueError as e:
             raise StageError("report", "output does not parse: %s" % e, log)
-    parsed["log"] = os.path.relpath(log, REPO)
+    parsed.log = os.path.relpath(log, REPO)
     return parsed
 
 
 def run_bench(config: str, tree: str, tests: str, quick: bool,
               mode: str = "exact", timeout: int = 1200,
-              run: int | None = None) -> Parsed:
+              run: int | None = None) -> Run:
     """Boot with the module; returns the parsed result.  @run numbers the
     repeated boots of smp mode (their logs are kept apart)."""
     boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
               timeout=timeout, tag=bench_tag(tests, quick, mode, run))
     parsed = load_run(config, tree, tests, quick, mode, run)
-    if not parsed.get("done"):
+    if not parsed.done:
         raise StageError("bench", "benchmark did not print its end marker",
                          boot.log_file(tree, config, bench_tag(tests, quick, mode, run)))
     return parsed
@@ -79,9 +79,9 @@ def smoke(config: str, tree: str, quick_tests: str) -> None:
     """Test command: quick run on the series kernel; it must parse and give
     a result for every requested test that is not skipped."""
     parsed = run_bench(config, tree, quick_tests, True)
-    tested = {r["test"] for r in parsed["results"]}
+    tested = {r.test for r in parsed.results}
     missing = [t for t in quick_tests if t not in tested
-               and t not in parsed.get("skipped", {})]
+               and t not in parsed.skipped]
     if missing:
         raise StageError("bench", "no results for test(s) %s" % ",".join(missing),
                          boot.log_file(tree, config, bench_tag(

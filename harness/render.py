@@ -2,8 +2,8 @@
 letter's plain-text tables."""
 import os
 import subprocess
-from typing import Any
 
+from benchparse import Report
 from common import StageError, need_tools
 from tables import SPECS, Row, Spec, SpreadRow, table
 
@@ -34,15 +34,19 @@ def markdown_spread(alloc: str, spec: Spec, rows: list[SpreadRow]) -> str:
     return "\n".join(out) + "\n"
 
 
+def plot_data(rows: list[Row]) -> str:
+    """gnuplot's data: N and the three costs, NaN where one is missing."""
+    return "".join("%d %s\n" % (r.key, " ".join(
+        "NaN" if v is None else "%.2f" % v for v in (r.fallback, r.base, r.series)))
+        for r in rows)
+
+
 def plot(rows: list[Row], path: str, title: str) -> None:
     """PNG of per-object cost against N, drawn by gnuplot."""
     need_tools("bench", ["gnuplot"])
     dat = path[:-4] + ".dat"
     with open(dat, "w") as f:
-        for r in rows:
-            f.write("%d %s\n" % (r.key, " ".join(
-                fmt(v, "%.2f").replace("-", "NaN")
-                for v in (r.fallback, r.base, r.series))))
+        f.write(plot_data(rows))
     script = ("set terminal pngcairo size 900,540\nset output '%s'\n"
               "set title '%s'\nset logscale x 2\nset xlabel 'bulk size N'\n"
               "set ylabel 'instructions per object (alloc+free)'\nset grid\n"
@@ -55,21 +59,21 @@ def plot(rows: list[Row], path: str, title: str) -> None:
     os.remove(dat)
 
 
-def cover_tables(data: dict[str, Any]) -> str:
+def cover_tables(data: Report) -> str:
     """Plain-text tables for the cover letter from a results JSON: tests
     a, c (worst order) and d, the ones with a fallback."""
-    out = ["Measured with the project harness: %s" % data["command"],
+    out = ["Measured with the project harness: %s" % data.command,
            "(QEMU TCG -icount: instructions per object; fallback = the",
            "one-at-a-time loop on the base kernel).", ""]
-    for alloc, entry in sorted(data["allocators"].items()):
-        if "base-exact" not in entry:
+    for alloc, entry in sorted(data.allocators.items()):
+        if entry.base_exact is None or entry.series_exact is None:
             continue
         for spec in SPECS:
             if spec.test not in ("a", "c", "d") or spec.loop is None:
                 continue
             if spec.test == "c" and not spec.loop.startswith("worst"):
                 continue
-            rows = table(spec, entry["base-exact"], entry["series-exact"])
+            rows = table(spec, entry.base_exact, entry.series_exact)
             if not rows:
                 continue
             out.append("%s test %s, %s:" % (alloc.upper(), spec.test, spec.title))

@@ -11,8 +11,12 @@ from typing import Callable
 
 from common import StageError, rel
 
-# The group of the harness's own unit tests (all others test the kernel).
+# The group of the harness's own unit tests and checks (all others test
+# the kernel).
 UNIT_GROUP = "unit"
+# The unit group's step that is no unit test: the type check of harness/,
+# counted as a harness check.
+MYPY_STEP = "mypy over harness/"
 
 
 class Skip(Exception):
@@ -105,14 +109,25 @@ def counts(results: list[StepResult]) -> dict[str, int]:
     return c
 
 
+def kind(r: StepResult) -> str:
+    """What a step counts as in the summary: one of the harness's unit
+    tests, a harness check (mypy) or a step on the kernel."""
+    if r.group != UNIT_GROUP:
+        return "kernel_steps"
+    return "harness_checks" if r.name == MYPY_STEP else "harness_unit_tests"
+
+
+def counts_by_kind(results: list[StepResult]) -> dict[str, dict[str, int]]:
+    return {k: counts([r for r in results if kind(r) == k])
+            for k in ("harness_unit_tests", "harness_checks", "kernel_steps")}
+
+
 def summary(results: list[StepResult], seconds: float,
             extra: dict[str, object]) -> dict[str, object]:
-    """The machine-readable summary: totals, the harness's unit tests apart
-    from the kernel's steps, and every step."""
-    unit = [r for r in results if r.group == UNIT_GROUP]
-    kernel = [r for r in results if r.group != UNIT_GROUP]
+    """The machine-readable summary: totals, the harness's unit tests, its
+    checks (mypy) and the kernel's steps apart, and every step."""
     return dict(counts(results), seconds=round(seconds),
-                harness_unit_tests=counts(unit), kernel_steps=counts(kernel),
+                **counts_by_kind(results),
                 steps=[dataclasses.asdict(r) for r in results], **extra)
 
 

@@ -3,7 +3,7 @@
 import dataclasses
 import statistics
 
-from benchparse import Parsed
+from benchparse import Run
 
 TESTS = "abcdef"
 
@@ -85,32 +85,31 @@ def rows_of(fb: dict[int, float], bb: dict[int, float],
     return rows
 
 
-def table(spec: Spec, base: Parsed, series: Parsed) -> list[Row]:
-    def pick(parsed: Parsed, variant: str) -> dict[int, float]:
-        return {r[spec.key]: r["per_obj"] for r in parsed["results"]
-                if r["test"] == spec.test and r["variant"] == variant}
+def table(spec: Spec, base: Run, series: Run) -> list[Row]:
+    def pick(run: Run, variant: str) -> dict[int, float]:
+        return {r.key(spec.key): r.per_obj for r in run.results
+                if r.test == spec.test and r.variant == variant}
     fb = pick(base, spec.loop) if spec.loop else {}
     return rows_of(fb, pick(base, spec.bulk), pick(series, spec.bulk))
 
 
-def stats_table(test: str, events: tuple[str, ...], base: Parsed,
-                series: Parsed) -> list[Row]:
+def stats_table(test: str, events: tuple[str, ...], base: Run,
+                series: Run) -> list[Row]:
     """Events per 1000 objects from S lines."""
-    def pick(parsed: Parsed, variant: str) -> dict[int, float]:
-        return {r["n"]: 1000.0 * sum(r.get(e, 0) for e in events) / r["objs"]
-                for r in parsed.get("stats", [])
-                if r["test"] == test and r["variant"] == variant}
+    def pick(run: Run, variant: str) -> dict[int, float]:
+        return {r.n: 1000.0 * sum(r.counters.get(e, 0) for e in events) / r.objs
+                for r in run.stats if r.test == test and r.variant == variant}
     return rows_of(pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk"))
 
 
-def spread_table(spec: Spec, base_runs: list[Parsed],
-                 series_runs: list[Parsed]) -> list[SpreadRow]:
-    def pick(runs: list[Parsed]) -> dict[int, list[float]]:
+def spread_table(spec: Spec, base_runs: list[Run],
+                 series_runs: list[Run]) -> list[SpreadRow]:
+    def pick(runs: list[Run]) -> dict[int, list[float]]:
         out: dict[int, list[float]] = {}
-        for parsed in runs:
-            for r in parsed["results"]:
-                if r["test"] == spec.test and r["variant"] == spec.bulk:
-                    out.setdefault(r[spec.key], []).append(r["per_obj"])
+        for run in runs:
+            for r in run.results:
+                if r.test == spec.test and r.variant == spec.bulk:
+                    out.setdefault(r.key(spec.key), []).append(r.per_obj)
         return out
     b, s = pick(base_runs), pick(series_runs)
     rows = []

@@ -153,7 +153,7 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
         units = unitrun.UnitTests()
         out += [Step("unit", i.split(".", 1)[-1], partial(units.outcome, i))
                 for i in units.ids()]
-        out.append(Step("unit", "mypy over harness/", mypy))
+        out.append(Step("unit", steps.MYPY_STEP, mypy))
     if want("base"):
         out.append(Step("base", "linux-source-6.1 unpacked, tagged base",
                         base_tree))
@@ -207,13 +207,14 @@ def main(only: str) -> int:
                                           "failed": len(cases.failed)}})
     steps.write_summary(summary_path, data)
     c = steps.counts(results)
-    unit = steps.counts([r for r in results if r.group == steps.UNIT_GROUP])
+    kinds = steps.counts_by_kind(results)
     print("\ntest command finished in %dm%02ds; summary: %s" % (
         *divmod(int(time.time() - start), 60), rel(summary_path)))
-    print("passes: %d of the harness's unit tests, %d of kernel steps "
-          "(KUnit: %d cases passed, %d skipped, %d failed)" % (
-              unit["passed"], c["passed"] - unit["passed"], cases.passed,
-              cases.skipped, len(cases.failed)))
+    print("passes: %d of the harness's unit tests, %d of its checks (mypy), "
+          "%d of kernel steps (KUnit: %d cases passed, %d skipped, %d failed)" % (
+              kinds["harness_unit_tests"]["passed"],
+              kinds["harness_checks"]["passed"], kinds["kernel_steps"]["passed"],
+              cases.passed, cases.skipped, len(cases.failed)))
     fails = [r for r in results if r.status == "FAIL"]
     if fails:
         print("failed steps:")

@@ -20,6 +20,7 @@ class UnitTests:
     def __init__(self) -> None:
         self.log = log_path("unit.log")
         self.outcomes: dict[str, tuple[str, str]] | None = None
+        self.crash: str | None = None
 
     def child_cmd(self, *args: str) -> list[str]:
         return [sys.executable, RUNNER] + list(args)
@@ -36,15 +37,23 @@ class UnitTests:
     def outcome(self, test_id: str) -> None:
         if self.outcomes is None:
             out = log_path("unit.json")
+            if os.path.exists(out):  # a previous run's outcomes are no answer
+                os.remove(out)
             with open(self.log, "w") as f:
-                subprocess.run(self.child_cmd(out), stdout=f,
-                               stderr=subprocess.STDOUT)
+                rc = subprocess.run(self.child_cmd(out), stdout=f,
+                                    stderr=subprocess.STDOUT).returncode
             try:
                 with open(out) as f:
                     self.outcomes = {k: (v[0], v[1]) for k, v in json.load(f).items()}
             except (OSError, ValueError):
                 self.outcomes = {}
-        status, detail = self.outcomes.get(test_id, ("FAIL", "did not run"))
+            # The child writes its JSON and exits 0 whatever the tests did:
+            # any other exit is a crash, which every unreported test shows.
+            self.crash = None if rc == 0 else (
+                "the unit-test runner crashed (%s) before reporting this test"
+                % ("killed by signal %d" % -rc if rc < 0 else "exit %d" % rc))
+        status, detail = self.outcomes.get(
+            test_id, ("FAIL", self.crash or "did not run"))
         if status == "FAIL":
             raise StageError("unit", detail, self.log)
         if status == "SKIP":

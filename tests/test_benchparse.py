@@ -1,9 +1,14 @@
 """Unit tests for harness/benchparse.py (stdlib unittest only)."""
+import os
 import unittest
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import benchparse
 import tables
+
+# results/bench-slub-stats.json as committed, each run cut to its first
+# three R and three S records.
+EXCERPT = os.path.join(hermetic.HERE, "data", "bench-slub-stats-excerpt.json")
 
 LOG = """\
 [    0.000000] Linux version 6.1.192 (root@host) #1 SMP
@@ -22,39 +27,39 @@ slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=10000 cycles=170000 emp
 class ParseTest(unittest.TestCase):
     def test_full_log(self):
         res = benchparse.parse(LOG)
-        self.assertEqual(res["allocator"], "SLUB")
-        self.assertEqual(res["tsc_khz"], 2000000)
-        self.assertTrue(res["done"])
-        self.assertEqual(res["skipped"], {"f": "needs 2 CPUs"})
-        self.assertEqual(len(res["results"]), 3)
-        single, fb, bulk = res["results"]
-        self.assertEqual(single["variant"], "single")
-        self.assertEqual(fb["n"], 8)
-        self.assertEqual(fb["objs"], 10000)
-        self.assertAlmostEqual(fb["per_obj"], 44.0)
-        self.assertAlmostEqual(bulk["per_obj"], 16.0)
-        self.assertAlmostEqual(single["per_obj"], 48.0)
-        self.assertEqual(bulk["test"], "a")
-        self.assertIsInstance(bulk["cycles"], int)
+        self.assertEqual(res.allocator, "SLUB")
+        self.assertEqual(res.tsc_khz, 2000000)
+        self.assertTrue(res.done)
+        self.assertEqual(res.skipped, {"f": "needs 2 CPUs"})
+        self.assertEqual(len(res.results), 3)
+        single, fb, bulk = res.results
+        self.assertEqual(single.variant, "single")
+        self.assertEqual(fb.n, 8)
+        self.assertEqual(fb.objs, 10000)
+        self.assertAlmostEqual(fb.per_obj, 44.0)
+        self.assertAlmostEqual(bulk.per_obj, 16.0)
+        self.assertAlmostEqual(single.per_obj, 48.0)
+        self.assertEqual(bulk.test, "a")
+        self.assertIsInstance(bulk.cycles, int)
 
     def test_timestamps_and_loglevel(self):
         text = ("<6>[ 1234.567890] slab_bulk_bench: R test=e variant=pair n=1 "
                 "size=8 objs=4 cycles=40 empty=0\r\n")
         res = benchparse.parse(text)
-        self.assertEqual(res["results"][0]["size"], 8)
-        self.assertAlmostEqual(res["results"][0]["per_obj"], 10.0)
+        self.assertEqual(res.results[0].size, 8)
+        self.assertAlmostEqual(res.results[0].per_obj, 10.0)
 
     def test_missing_done(self):
         text = "\n".join(LOG.splitlines()[:-1])
         res = benchparse.parse(text)
-        self.assertFalse(res["done"])
-        self.assertEqual(len(res["results"]), 3)
+        self.assertFalse(res.done)
+        self.assertEqual(len(res.results), 3)
 
     def test_empty_log(self):
         res = benchparse.parse("")
-        self.assertIsNone(res["allocator"])
-        self.assertFalse(res["done"])
-        self.assertEqual(res["results"], [])
+        self.assertIsNone(res.allocator)
+        self.assertFalse(res.done)
+        self.assertEqual(res.results, [])
 
     def test_malformed_value(self):
         text = ("slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=100 "
@@ -93,16 +98,16 @@ class ParseTest(unittest.TestCase):
     def test_other_module_lines_ignored(self):
         text = "other_mod: R test=a variant=bulk\nslab_bulk_bench: test a: header\n"
         res = benchparse.parse(text)
-        self.assertEqual(res["results"], [])
+        self.assertEqual(res.results, [])
 
     def test_stats_line(self):
         text = ("[ 1.0] slab_bulk_bench: S test=a variant=bulk n=8 objs=1000 "
                 "alloc_slowpath=12 free_slab=3\n")
         res = benchparse.parse(text)
-        self.assertEqual(res["stats"], [{"test": "a", "variant": "bulk", "n": 8,
+        self.assertEqual([r.to_json() for r in res.stats], [{"test": "a", "variant": "bulk", "n": 8,
                                          "objs": 1000, "alloc_slowpath": 12,
                                          "free_slab": 3}])
-        self.assertEqual(res["results"], [])
+        self.assertEqual(res.results, [])
 
     def test_stats_line_errors(self):
         for body, msg in (("test=a variant=bulk n=8 objs=0", "objs=0"),
@@ -113,16 +118,53 @@ class ParseTest(unittest.TestCase):
                 benchparse.parse("slab_bulk_bench: S " + body + "\n")
 
     def test_stats_table_per_1000(self):
-        base = {"stats": [
-            {"test": "a", "variant": "fallback", "n": 8, "objs": 2000,
-             "alloc_slowpath": 10, "free_slowpath": 10},
-            {"test": "a", "variant": "bulk", "n": 8, "objs": 2000,
-             "alloc_slowpath": 4, "free_slowpath": 4}]}
-        series = {"stats": [{"test": "a", "variant": "bulk", "n": 8, "objs": 2000,
-                             "alloc_slowpath": 2}]}
+        S = benchparse.StatRecord
+        base = benchparse.Run(stats=[
+            S("a", "fallback", 8, 2000, {"alloc_slowpath": 10, "free_slowpath": 10}),
+            S("a", "bulk", 8, 2000, {"alloc_slowpath": 4, "free_slowpath": 4})])
+        series = benchparse.Run(stats=[S("a", "bulk", 8, 2000, {"alloc_slowpath": 2})])
         rows = tables.stats_table("a", ("alloc_slowpath", "free_slowpath"),
                                   base, series)
         self.assertEqual(rows, [tables.Row(8, 10.0, 4.0, 1.0, 0.25)])
+
+
+
+class JsonTest(unittest.TestCase):
+    def test_results_json_round_trips_byte_for_byte(self):
+        with open(EXCERPT) as f:
+            text = f.read()
+        report = benchparse.Report.loads(text)
+        run = report.allocators["slub-stats"].base_exact
+        assert run is not None
+        self.assertIsInstance(run.results[0], benchparse.Record)
+        self.assertEqual((run.results[0].variant, run.results[0].per_obj),
+                         ("single", 149.0451))
+        self.assertEqual(run.stats[0].counters["alloc_slowpath"], 0)
+        self.assertEqual(report.dumps(), text)
+
+    def test_parsed_run_is_the_json_the_report_writes(self):
+        run = benchparse.parse(LOG)
+        run.log = "build/logs/x.log"
+        self.assertEqual(benchparse.Run.from_json(run.to_json()), run)
+        self.assertEqual(run.to_json()["results"][2],
+                         {"test": "a", "variant": "bulk", "n": 8, "size": 256,
+                          "objs": 10000, "cycles": 170000, "empty": 10000,
+                          "per_obj": 16.0})
+        self.assertNotIn("log", benchparse.parse(LOG).to_json())
+
+    def test_extra_r_fields_survive(self):
+        rec = benchparse.parse_r_line("test=a variant=bulk n=8 size=1 objs=2 "
+                                      "cycles=10 empty=2 order=3")
+        self.assertEqual(rec.extra, {"order": 3})
+        self.assertEqual(benchparse.Record.from_json(rec.to_json()), rec)
+
+    def test_malformed_json_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "lacks per_obj"):
+            benchparse.Record.from_json({"test": "a", "variant": "b", "n": 1,
+                                         "size": 1, "objs": 1, "cycles": 1,
+                                         "empty": 0})
+        with self.assertRaisesRegex(ValueError, "unknown field"):
+            benchparse.AllocRuns.from_json({"base-fast": {}})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 """The boot stage against a fake QEMU: status, panic, timeout, splats."""
+import contextlib
+import io
 import json
 import os
 import time
@@ -6,8 +8,9 @@ import unittest
 
 import hermetic  # noqa: F401
 import boot
+import kconfig
 from common import StageError
-from fakes import CONSOLE, fake_kernel, fake_qemu
+from fakes import CONSOLE, fake_kernel, fake_program, fake_qemu
 
 
 class FakeQemuBoot(unittest.TestCase):
@@ -62,3 +65,25 @@ class FakeQemuBoot(unittest.TestCase):
         self.assertEqual(res.status, 2)
         self.assertEqual(len(res.problems), 2)
         self.assertTrue(os.path.exists(res.decoded))
+
+    def test_decoder_that_fails_is_a_problem_of_its_own(self):
+        fake_program(os.path.join(kconfig.tree("linux").src, "scripts",
+                                  "decode_stacktrace.sh"),
+                     "echo 'vmlinux: no such file'; exit 2")
+        fake_qemu(self, CONSOLE + "[    2.0] BUG: KASAN: double-free in x\n", rc=1)
+        res = boot.boot("slub", tag="t", allow_fail=True)
+        self.assertEqual(len(res.problems), 2)
+        self.assertRegex(res.problems[1], r"^decode_stacktrace.sh exited 2: the "
+                         r"decoded log is incomplete \(.*boot-linux-slub-t.decoded.log\)")
+
+    def test_interactive_run_checks_qemu_exit(self):
+        for rc, msg in ((0, None), (1, None), (5, "--gdb: init reported status 2"),
+                        (6, "--gdb: QEMU exited 6")):
+            fake_qemu(self, CONSOLE, rc=rc)
+            with contextlib.redirect_stdout(io.StringIO()):
+                if msg is None:
+                    self.assertIsNone(boot.boot("slub", gdb=True))
+                    continue
+                with self.assertRaises(StageError) as e:
+                    boot.boot("slub", gdb=True)
+            self.assertEqual(str(e.exception), "[boot] " + msg)

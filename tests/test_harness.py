@@ -22,6 +22,7 @@ import measure
 import render
 import tables
 import tree
+from benchparse import AllocRuns, Record, Report, Run
 from common import BENCH_BASE_TREE, COVER_FILE, COVER_TABLES, PATCHES, TREE, StageError
 from hermetic import git
 
@@ -323,23 +324,32 @@ class InitProgram(unittest.TestCase):
         self.assertLess(main.index("join_cgroup("), main.index("SYS_finit_module"))
 
 
+def record(test, variant, n, size, per_obj):
+    """An R record with @per_obj (the raw counts do not matter here)."""
+    return Record(test, variant, n, size, 1, 0, 0, per_obj)
+
+
 class BenchReport(unittest.TestCase):
     def test_table_ratio_and_missing(self):
         def res(v, n, per):
-            return {"test": "a", "variant": v, "n": n, "size": 256, "per_obj": per}
-        b = {"results": [res("fallback", 1, 200.0), res("bulk", 1, 100.0),
-                         res("bulk", 8, 80.0)]}
-        s = {"results": [res("bulk", 1, 50.0)]}
+            return record("a", v, n, 256, per)
+        b = Run(results=[res("fallback", 1, 200.0), res("bulk", 1, 100.0),
+                         res("bulk", 8, 80.0)])
+        s = Run(results=[res("bulk", 1, 50.0)])
         spec = tables.Spec("a", "quick reuse", "n", "fallback", "bulk")
         rows = tables.table(spec, b, s)
         self.assertEqual(rows[0], tables.Row(1, 200.0, 100.0, 50.0, 0.5))
         self.assertEqual(rows[1], tables.Row(8, None, 80.0, None, None))
         self.assertIn("| 8 | - | 80.0 | - | - |", render.markdown("slub", spec, rows))
 
+    def test_plot_data_marks_only_missing_values(self):
+        self.assertEqual(render.plot_data([tables.Row(8, -1.5, None, 2.0, None),
+                                           tables.Row(16, None, -0.25, -3.0, 12.0)]),
+                         "8 -1.50 NaN 2.00\n16 NaN -0.25 -3.00\n")
+
     def test_smp_runs_are_reported_as_a_spread(self):
         def run(*vals):
-            return {"results": [{"test": "f", "variant": "conc_alloc", "size": 8,
-                                 "per_obj": v} for v in vals]}
+            return Run(results=[record("f", "conc_alloc", 1, 8, v) for v in vals])
         spec = tables.Spec("f", "concurrent N*alloc", "size", None, "conc_alloc")
         rows = tables.spread_table(spec, [run(100.0), run(300.0), run(200.0)],
                                    [run(90.0), run(110.0), run(100.0)])
@@ -360,25 +370,23 @@ class BenchReport(unittest.TestCase):
 
     def test_cover_tables_show_the_tests_with_a_fallback(self):
         def res(t, v, n, per):
-            return {"test": t, "variant": v, "n": n, "size": 256, "per_obj": per}
-        entry = {"base-exact": {"results": [res("a", "fallback", 8, 200.0),
-                                            res("a", "bulk", 8, 100.0),
-                                            res("b", "bulk", 8, 1.0)]},
-                 "series-exact": {"results": [res("a", "bulk", 8, 50.0)]}}
-        text = render.cover_tables({"command": "./bulk bench",
-                                    "allocators": {"slub": entry}})
+            return record(t, v, n, 256, per)
+        entry = AllocRuns(Run(results=[res("a", "fallback", 8, 200.0),
+                                       res("a", "bulk", 8, 100.0),
+                                       res("b", "bulk", 8, 1.0)]),
+                          Run(results=[res("a", "bulk", 8, 50.0)]))
+        text = render.cover_tables(Report("./bulk bench", {"slub": entry}))
         self.assertIn("SLUB test a, quick reuse: alloc N then free N:\n", text)
         self.assertIn("       8     200.0     100.0      50.0         0.50\n", text)
         self.assertNotIn("test b", text)
 
     def test_skb_rows_have_their_own_table(self):
         def res(v, n, per):
-            return {"test": "a", "variant": v, "n": n, "size": 208,
-                    "per_obj": per}
-        b = {"results": [res("fallback", 8, 300.0), res("bulk", 8, 290.0),
+            return record("a", v, n, 208, per)
+        b = Run(results=[res("fallback", 8, 300.0), res("bulk", 8, 290.0),
                          res("skb_fallback", 8, 700.0),
-                         res("skb_bulk", 8, 690.0)]}
-        s = {"results": [res("bulk", 8, 150.0), res("skb_bulk", 8, 280.0)]}
+                         res("skb_bulk", 8, 690.0)])
+        s = Run(results=[res("bulk", 8, 150.0), res("skb_bulk", 8, 280.0)])
         spec = [sp for sp in tables.SPECS if sp.bulk == "skb_bulk"][0]
         rows = tables.table(spec, b, s)
         self.assertEqual([(r.key, r.fallback, r.base, r.series) for r in rows],

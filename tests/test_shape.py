@@ -19,13 +19,29 @@ def parse(mod):
         return ast.parse(f.read())
 
 
-def imports(node):
-    """Harness modules imported by the statements directly under node."""
+def import_stmts(module):
+    """The import statements a module runs when it is imported: those at
+    its top level and those under module-level if/try blocks (at any
+    depth), not those in a function or class body."""
+    todo = list(module.body)
+    while todo:
+        stmt = todo.pop(0)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            yield stmt
+        elif isinstance(stmt, (ast.If, ast.Try, ast.TryStar)):
+            blocks = [stmt.body, stmt.orelse]
+            if not isinstance(stmt, ast.If):
+                blocks += [h.body for h in stmt.handlers] + [stmt.finalbody]
+            todo += [s for block in blocks for s in block]
+
+
+def imports(module):
+    """Harness modules a module imports (see import_stmts)."""
     out = set()
-    for stmt in node.body:
+    for stmt in import_stmts(module):
         if isinstance(stmt, ast.Import):
             out |= {a.name for a in stmt.names}
-        elif isinstance(stmt, ast.ImportFrom) and stmt.module:
+        elif stmt.module:
             out.add(stmt.module)
     return out & set(MODULES)
 
@@ -61,11 +77,21 @@ class ImportGraph(unittest.TestCase):
             names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
             names |= {n.value.id for n in ast.walk(tree)
                       if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)}
-            for stmt in tree.body:
-                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    for a in stmt.names:
-                        name = (a.asname or a.name).split(".")[0]
-                        self.assertIn(name, names, "%s imports %s unused" % (mod, name))
+            for stmt in import_stmts(tree):
+                for a in stmt.names:
+                    name = (a.asname or a.name).split(".")[0]
+                    self.assertIn(name, names, "%s imports %s unused" % (mod, name))
+
+    def test_imports_under_module_level_if_and_try_are_seen(self):
+        module = ast.parse(
+            "import common\n"
+            "if common.X:\n    import kconfig\nelse:\n    import kbuild\n"
+            "try:\n    from boot import x\nexcept ImportError:\n"
+            "    if True:\n        import tree\nfinally:\n    import steps\n"
+            "def f():\n    import bench\n"
+            "class C:\n    import render\n")
+        self.assertEqual(imports(module), {"common", "kconfig", "kbuild", "boot",
+                                           "tree", "steps"})
 
 
 class Help(unittest.TestCase):

@@ -3,6 +3,7 @@ is missing; step lines with step i/N and an estimate; the JSON summary."""
 import contextlib
 import io
 import os
+import sys
 import unittest
 from unittest import mock
 
@@ -13,6 +14,7 @@ import kbuild
 import kunit
 import steps
 import testcmd
+import unitrun
 from common import BISECT_TREE, TREE, Interrupted, StageError
 from fakes import fake_kernel
 from hermetic import git
@@ -77,6 +79,39 @@ class Bisect(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(wt, "kept")))
 
 
+class UnitChild(unittest.TestCase):
+    def units(self, code):
+        units = unitrun.UnitTests()
+        units.child_cmd = lambda *args: [sys.executable, "-c", code] + list(args)
+        return units
+
+    def test_a_crashed_child_is_a_fail_naming_the_log(self):
+        with open(unitrun.log_path("unit.json"), "w") as f:
+            f.write('{"test_x.T.test_y": ["PASS", ""]}')  # an earlier run's
+        units = self.units("import sys; print('Segmentation fault'); sys.exit(139)")
+        with self.assertRaises(StageError) as e:
+            units.outcome("test_x.T.test_y")
+        self.assertEqual(e.exception.msg, "the unit-test runner crashed (exit 139) "
+                         "before reporting this test")
+        self.assertEqual(e.exception.log, units.log)
+        with open(units.log) as f:
+            self.assertIn("Segmentation fault", f.read())
+
+    def test_a_child_killed_by_a_signal_says_so(self):
+        units = self.units("import os, signal; os.kill(os.getpid(), signal.SIGKILL)")
+        with self.assertRaisesRegex(StageError, r"crashed \(killed by signal 9\)"):
+            units.outcome("test_x.T.test_y")
+
+    def test_outcomes_of_a_clean_child(self):
+        units = self.units("import json, sys; json.dump({'a': ['PASS', ''], "
+                           "'b': ['FAIL', 'AssertionError: x']}, open(sys.argv[1], 'w'))")
+        units.outcome("a")
+        with self.assertRaisesRegex(StageError, "AssertionError: x"):
+            units.outcome("b")
+        with self.assertRaisesRegex(StageError, "did not run"):
+            units.outcome("c")
+
+
 class Runner(unittest.TestCase):
     def run_steps(self, todo, history):
         out = io.StringIO()
@@ -102,6 +137,20 @@ class Runner(unittest.TestCase):
         self.assertEqual((data["passed"], data["failed"], data["skipped"]), (1, 1, 1))
         self.assertEqual(data["harness_unit_tests"]["passed"], 1)
         self.assertEqual(data["kernel_steps"], {"passed": 0, "failed": 1, "skipped": 1})
+
+    def test_mypy_counts_as_a_harness_check_not_a_unit_test(self):
+        todo = [steps.Step("unit", "test_a.T.test_b", lambda: None),
+                steps.Step("unit", steps.MYPY_STEP, lambda: None),
+                steps.Step("boot", "slub smoke", lambda: None)]
+        results, _ = self.run_steps(todo, {})
+        data = steps.summary(results, 1.0, {})
+        self.assertEqual(data["passed"], 3)
+        self.assertEqual(data["harness_unit_tests"], {"passed": 1, "failed": 0, "skipped": 0})
+        self.assertEqual(data["harness_checks"], {"passed": 1, "failed": 0, "skipped": 0})
+        self.assertEqual(data["kernel_steps"], {"passed": 1, "failed": 0, "skipped": 0})
+        mypy = [s for s in testcmd.plan(["unit"], kunit.SuiteCounts())
+                if s.name == steps.MYPY_STEP]
+        self.assertEqual([s.group for s in mypy], ["unit"])
 
     def test_unknown_durations_give_no_estimate(self):
         _, lines = self.run_steps([steps.Step("unit", "a", lambda: None),

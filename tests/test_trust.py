@@ -100,6 +100,30 @@ class MisspelledConfig(unittest.TestCase):
         self.assertEqual(self.verify("CONFIG_SLAB_BULK_BENCH=m\n", ""),
                          ["CONFIG_SLAB_BULK_BENCH: requested m, got not set"])
 
+    def test_series_symbol_is_excused_only_before_its_patch(self):
+        # The declared set as configure() reads it: the tree's Kconfig files.
+        hermetic.make_repo(TREE)
+        frag = "CONFIG_SLUB=y\nCONFIG_SLAB_BULK_BENCH=m\n"
+        with open(os.path.join(TREE, "mm", "Kconfig"), "w") as f:
+            f.write("config SLUB\n\tbool \"SLUB\"\n")
+        git(TREE, "add", "-A")
+        git(TREE, "commit", "-q", "-m", "mm: Kconfig")
+        before = kconfig.declared_symbols(TREE)
+        self.assertNotIn("SLAB_BULK_BENCH", before)
+        self.assertEqual(kconfig.verify(self.kc, frag, "CONFIG_SLUB=y\n",
+                                        before, "frag"), [])
+        with open(os.path.join(TREE, "mm", "Kconfig"), "a") as f:
+            f.write("\nconfig SLAB_BULK_BENCH\n\ttristate \"bench\"\n")
+        git(TREE, "commit", "-q", "-a", "-m", "lib: add the benchmark module")
+        after = kconfig.declared_symbols(TREE)
+        self.assertIn("SLAB_BULK_BENCH", after)
+        self.assertEqual(kconfig.verify(self.kc, frag, "CONFIG_SLUB=y\n",
+                                        after, "frag"),
+                         ["CONFIG_SLAB_BULK_BENCH: requested m, got not set"])
+        self.assertEqual(kconfig.verify(self.kc, frag, "CONFIG_SLUB=y\n"
+                                        "CONFIG_SLAB_BULK_BENCH=m\n", after,
+                                        "frag"), [])
+
     def test_values_that_did_not_take_effect_are_named(self):
         self.assertEqual(self.verify("# CONFIG_KFENCE is not set\nCONFIG_SLUB=y\n",
                                      "CONFIG_KFENCE=y\nCONFIG_SLUB=y\n"),
