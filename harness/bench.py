@@ -106,11 +106,15 @@ def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
           "configs/ (`./bulk config NAME`).", "",
           "Tests a-e run in exact mode: QEMU TCG `-icount shift=0,sleep=off "
           "-smp 1`, where the guest TSC counts retired instructions, so every "
-          "figure is **instructions per object** (empty-loop cost subtracted) "
+          "figure is **instructions per object**, raw (the timed region's "
+          "instructions over the objects it handled, nothing subtracted) "
           "and repeats bit for bit. Test f runs in smp mode (`-smp 2`, no "
           "icount), %d boots per kernel: its figures are noise, so each row "
-          "shows every run. fallback = the one-at-a-time loop on the base "
-          "kernel; series/base below 1 is better." % measure.SMP_RUNS, ""]
+          "shows every run. loop (base) and loop (series) = the "
+          "one-at-a-time loop measured on each kernel (fallback, where a "
+          "table has one loop column, is the base kernel's); series/base "
+          "and series/loop (the series' bulk call against the series' own "
+          "loop) below 1 is better." % measure.SMP_RUNS, ""]
     for alloc in allocs:
         plot = (os.path.join(plot_dir, "%s-%s-a.png" % (name, alloc))
                 if plot_dir is not None else None)
@@ -123,6 +127,12 @@ def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
     """The markdown tables of one allocator (printed too), and its plot
     (to the path @plot, unless None)."""
     md = []
+    for kernel, run in (("base", entry.base_exact), ("series", entry.series_exact)):
+        if run is not None and run.caches:
+            md.append("%s, %s kernel, test caches: %s\n" % (
+                alloc.upper(), kernel, "; ".join(
+                    "%s %s" % kv for kv in sorted(run.caches.items()))))
+            print(md[-1])
     for spec in tables.SPECS:
         if spec.test not in tests:
             continue

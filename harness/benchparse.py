@@ -5,7 +5,10 @@ measurement:
 
     slab_bulk_bench: R test=a variant=bulk n=8 size=256 objs=100000 cycles=1234567 empty=12345
 
-plus "slab_bulk_bench: allocator=SLUB tsc_khz=2000000" at the start,
+plus "slab_bulk_bench: allocator=SLUB tsc_khz=2000000 [unit=instructions]"
+at the start, "slab_bulk_bench: cache NAME: merged=no (...)" or "merged=yes
+with OTHER (...)" for each test cache (whether slab merging gave it an
+existing cache),
 "slab_bulk_bench: S test=a variant=bulk n=8 objs=100000 alloc_slowpath=12 ..."
 (SLUB event counter deltas, kernels with CONFIG_SLUB_STATS only),
 "slab_bulk_bench: test X skipped: <reason>" (or the older "test X skipped:
@@ -28,7 +31,8 @@ REQUIRED = ("test", "variant", "n", "size", "objs", "cycles", "empty")
 
 _TS = re.compile(r"^\s*(?:<\d+>)?\s*\[\s*\d+\.\d+\]\s*")
 _KV = re.compile(r"^([a-z_]+)=(\S+)$")
-_ALLOC = re.compile(r"^allocator=(\S+)\s+tsc_khz=(\d+)\s*$")
+_ALLOC = re.compile(r"^allocator=(\S+)\s+tsc_khz=(\d+)(?:\s+unit=\S+)?\s*$")
+_MERGED = re.compile(r"^cache (\S+): (merged=(?:yes|no).*)$")
 _SKIP = re.compile(r"^test ([a-z]) skipped:\s*(.*)$")
 
 
@@ -60,7 +64,7 @@ def _ints(obj: dict[str, Any], what: str) -> dict[str, int]:
 
 @dataclasses.dataclass
 class Record:
-    """An R line: one measurement.  per_obj = (cycles - empty) / objs;
+    """An R line: one measurement.  per_obj = cycles / objs (raw);
     @extra holds integer fields the module added beyond REQUIRED."""
     test: str
     variant: str
@@ -131,6 +135,8 @@ class Run:
     results: list[Record] = dataclasses.field(default_factory=list)
     stats: list[StatRecord] = dataclasses.field(default_factory=list)
     log: str | None = None
+    # Test cache name -> "merged=no (...)" / "merged=yes with X (...)".
+    caches: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -140,6 +146,8 @@ class Run:
             "stats": [s.to_json() for s in self.stats]}
         if self.log is not None:
             out["log"] = self.log
+        if self.caches:
+            out["caches"] = dict(self.caches)
         return out
 
     @classmethod
@@ -147,12 +155,13 @@ class Run:
         d = _fields(obj, "run", ("allocator", "tsc_khz", "done", "skipped",
                                  "results", "stats"))
         unknown = set(d) - {"allocator", "tsc_khz", "done", "skipped", "results",
-                            "stats", "log"}
+                            "stats", "log", "caches"}
         if unknown:
             raise ValueError("run: unknown field(s) %s" % ", ".join(sorted(unknown)))
         return cls(d["allocator"], d["tsc_khz"], bool(d["done"]), dict(d["skipped"]),
                    [Record.from_json(r) for r in d["results"]],
-                   [StatRecord.from_json(s) for s in d["stats"]], d.get("log"))
+                   [StatRecord.from_json(s) for s in d["stats"]], d.get("log"),
+                   {str(k): str(v) for k, v in dict(d.get("caches", {})).items()})
 
 
 @dataclasses.dataclass
@@ -248,7 +257,10 @@ def parse_r_line(body: str, lineno: int | None = None) -> Record:
         rec[key] = int(rec[key])
     if rec["objs"] == 0:
         raise ValueError("%s: objs=0 in R line %r" % (where, body))
-    rec["per_obj"] = (rec["cycles"] - rec["empty"]) / rec["objs"]
+    # Raw: the timed region over the objects it handled.  The empty loop
+    # has the fallback's shape, not the bulk call's, so it is not
+    # subtracted from anything (it stays in the record for reference).
+    rec["per_obj"] = rec["cycles"] / rec["objs"]
     return Record.from_json(rec)
 
 
@@ -301,6 +313,10 @@ def parse(text: str) -> Run:
         m = _SKIP.match(body)
         if m:
             out.skipped[m.group(1)] = m.group(2).strip()
+            continue
+        m = _MERGED.match(body)
+        if m:
+            out.caches[m.group(1)] = m.group(2).strip()
             continue
         if body == "done":
             out.done = True

@@ -30,11 +30,18 @@ INIT_BIN = os.path.join(BUILD, "initramfs", "init")
 BUSYBOX = "/bin/busybox"
 EXIT_PORT = "0xf4"
 GDB_PORT = 1234
-# Kernel splats that fail a boot (checked per console line).
+# Kernel splats that fail a boot (checked per console line): warnings,
+# BUG()s and oopses, sanitizer and lockdep reports, slub_debug's and
+# DEBUG_SLAB's object reports, RCU stalls, soft lockups, hung tasks and
+# list corruption (CONFIG_DEBUG_LIST, or a BUG on the way to it).
 SPLAT_RE = re.compile(
     r"(WARNING:|BUG:|\bOops\b|KASAN:|general protection|Kernel panic|"
     r"^BUG [\w.:-]+ \(|UBSAN:|possible circular locking|"
-    r"inconsistent lock state|INFO: task .* blocked)")
+    r"inconsistent lock state|INFO: task .* blocked|"
+    r"kernel BUG at |invalid opcode: |rcu: INFO: |self-detected stall|"
+    r"detected stalls on CPUs|soft lockup|hung_task: |"
+    r"hung_task_timeout_secs\" disables|list_add corruption|"
+    r"list_del corruption|Slab corruption|slab error in )")
 TIMESTAMP_RE = re.compile(r"^\[\s*\d+\.\d+\] ")
 MODES = {
     # A fixed RTC on the virtual clock: nothing in the boot depends on the

@@ -18,10 +18,14 @@ BASE_TREE = "linux-base"
 SMP_RUNS = 3
 
 
-def bench_append(tests: str, quick: bool) -> str:
+def bench_append(tests: str, quick: bool, mode: str = "exact") -> str:
+    """The module's parameters; in exact mode the guest TSC counts
+    retired instructions, and the module's lines say so."""
     s = "%s.tests=%s" % (BENCH_MODULE, tests)
     if quick:
         s += " %s.quick=1" % BENCH_MODULE
+    if mode == "exact":
+        s += " %s.unit=instructions" % BENCH_MODULE
     return s
 
 
@@ -66,7 +70,7 @@ def run_bench(config: str, tree: str, tests: str, quick: bool,
               run: int | None = None) -> Run:
     """Boot with the module; returns the parsed result.  @run numbers the
     repeated boots of smp mode (their logs are kept apart)."""
-    boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick),
+    boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick, mode),
               timeout=timeout, tag=bench_tag(tests, quick, mode, run))
     parsed = load_run(config, tree, tests, quick, mode, run)
     if not parsed.done:

@@ -59,12 +59,17 @@ STAT_SPECS = [
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """Per-object costs; the fallback is the base kernel's loop."""
+    """Per-object costs.  fallback is the base kernel's loop and
+    series_loop the series kernel's; ratio is series/base and loop_ratio
+    series/series_loop, so that "vs the loop" compares one kernel with
+    itself."""
     key: int
     fallback: float | None
     base: float | None
     series: float | None
     ratio: float | None
+    series_loop: float | None = None
+    loop_ratio: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,11 +82,14 @@ class SpreadRow:
 
 
 def rows_of(fb: dict[int, float], bb: dict[int, float],
-            sb: dict[int, float]) -> list[Row]:
+            sb: dict[int, float], sl: dict[int, float] | None = None) -> list[Row]:
+    sl = sl or {}
     rows = []
-    for k in sorted(set(fb) | set(bb) | set(sb)):
+    for k in sorted(set(fb) | set(bb) | set(sb) | set(sl)):
         ratio = sb[k] / bb[k] if k in sb and bb.get(k) else None
-        rows.append(Row(k, fb.get(k), bb.get(k), sb.get(k), ratio))
+        loop_ratio = sb[k] / sl[k] if k in sb and sl.get(k) else None
+        rows.append(Row(k, fb.get(k), bb.get(k), sb.get(k), ratio,
+                        sl.get(k), loop_ratio))
     return rows
 
 
@@ -90,7 +98,8 @@ def table(spec: Spec, base: Run, series: Run) -> list[Row]:
         return {r.key(spec.key): r.per_obj for r in run.results
                 if r.test == spec.test and r.variant == variant}
     fb = pick(base, spec.loop) if spec.loop else {}
-    return rows_of(fb, pick(base, spec.bulk), pick(series, spec.bulk))
+    sl = pick(series, spec.loop) if spec.loop else {}
+    return rows_of(fb, pick(base, spec.bulk), pick(series, spec.bulk), sl)
 
 
 def stats_table(test: str, events: tuple[str, ...], base: Run,

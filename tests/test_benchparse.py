@@ -12,7 +12,8 @@ EXCERPT = os.path.join(hermetic.HERE, "data", "bench-slub-stats-excerpt.json")
 
 LOG = """\
 [    0.000000] Linux version 6.1.192 (root@host) #1 SMP
-[    1.234567] slab_bulk_bench: allocator=SLUB tsc_khz=2000000
+[    1.234567] slab_bulk_bench: allocator=SLUB tsc_khz=2000000 unit=instructions
+[    1.234568] slab_bulk_bench: cache slab_bulk_bench: merged=yes with kmalloc-256 (users 2, object size 256)
 [    1.234600] slab_bulk_bench: test a: quick reuse, obj_size=256, per round N allocs then N frees
 [    1.300000] slab_bulk_bench: R test=a variant=single n=1 size=256 objs=10000 cycles=500000 empty=20000
 [    1.300001] random other driver line
@@ -31,14 +32,18 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(res.tsc_khz, 2000000)
         self.assertTrue(res.done)
         self.assertEqual(res.skipped, {"f": "needs 2 CPUs"})
+        self.assertEqual(res.caches, {"slab_bulk_bench": "merged=yes with kmalloc-256 "
+                                      "(users 2, object size 256)"})
         self.assertEqual(len(res.results), 3)
         single, fb, bulk = res.results
         self.assertEqual(single.variant, "single")
         self.assertEqual(fb.n, 8)
         self.assertEqual(fb.objs, 10000)
-        self.assertAlmostEqual(fb.per_obj, 44.0)
-        self.assertAlmostEqual(bulk.per_obj, 16.0)
-        self.assertAlmostEqual(single.per_obj, 48.0)
+        # Raw figures: cycles / objs, the empty loop not subtracted.
+        self.assertAlmostEqual(fb.per_obj, 45.0)
+        self.assertAlmostEqual(bulk.per_obj, 17.0)
+        self.assertAlmostEqual(single.per_obj, 50.0)
+        self.assertEqual(fb.empty, 10000)
         self.assertEqual(bulk.test, "a")
         self.assertIsInstance(bulk.cycles, int)
 
@@ -149,7 +154,7 @@ class JsonTest(unittest.TestCase):
         self.assertEqual(run.to_json()["results"][2],
                          {"test": "a", "variant": "bulk", "n": 8, "size": 256,
                           "objs": 10000, "cycles": 170000, "empty": 10000,
-                          "per_obj": 16.0})
+                          "per_obj": 17.0})
         self.assertNotIn("log", benchparse.parse(LOG).to_json())
 
     def test_extra_r_fields_survive(self):

@@ -140,6 +140,36 @@ class BootStage(unittest.TestCase):
         self.assertEqual(len(found), 5)
         self.assertIn("Redzone", found[2])
 
+    def test_each_kind_of_splat_fails_a_boot(self):
+        """One console line of each kind, in the formats 6.1 prints."""
+        lines = [
+            "[   12.345678] kernel BUG at mm/slub.c:432!",
+            "[   12.345690] invalid opcode: 0000 [#1] PREEMPT SMP NOPTI",
+            "[   61.000001] rcu: INFO: rcu_sched self-detected stall on CPU",
+            "[   61.000002] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+            "[   48.100000] watchdog: BUG: soft lockup - CPU#1 stuck for 26s! "
+            "[slab_bulk_stres:77]",
+            "[  245.7] INFO: task kworker/0:1:15 blocked for more than 122 seconds.",
+            "[  245.8]       \"echo 0 > /proc/sys/kernel/hung_task_timeout_secs\" "
+            "disables this message.",
+            "[  246.0] Kernel panic - not syncing: hung_task: blocked tasks",
+            "[    3.1] list_add corruption. prev->next should be next "
+            "(ffff888003c4a0c0), but was ffff888003c4a0d0. (prev=ffff888003c4a0e0).",
+            "[    3.2] list_del corruption, ffff888003c4a0c0->next is LIST_POISON1 "
+            "(dead000000000100)",
+            "[    4.0] Slab corruption (Not tainted): slab_bulk start=ffff888003c4a000, "
+            "len=256",
+            "[    4.1] slab error in verify_redzone_free(): cache `slab_bulk': "
+            "double free detected",
+        ]
+        for line in lines:
+            with self.subTest(line=line):
+                self.assertEqual(boot.splats(line + "\n"), [line.strip()])
+        # A command line that names the knobs is no splat.
+        self.assertEqual(boot.splats(
+            "[    0.0] Kernel command line: console=ttyS0 hung_task_panic=1 "
+            "softlockup_panic=1 slab_bulk.list_del=1\n"), [])
+
     def test_clean_log_has_no_splat(self):
         log = ("[    0.1] SLUB: HWalign=64, Order=0-3, MinObjects=0, CPUs=1\n"
                "[    0.2] Warning: unable to open an initial console.\n"
@@ -344,8 +374,22 @@ class BenchReport(unittest.TestCase):
 
     def test_plot_data_marks_only_missing_values(self):
         self.assertEqual(render.plot_data([tables.Row(8, -1.5, None, 2.0, None),
-                                           tables.Row(16, None, -0.25, -3.0, 12.0)]),
-                         "8 -1.50 NaN 2.00\n16 NaN -0.25 -3.00\n")
+                                           tables.Row(16, None, -0.25, -3.0, 12.0,
+                                                      4.0)]),
+                         "8 -1.50 NaN 2.00 NaN\n16 NaN -0.25 -3.00 4.00\n")
+
+    def test_loop_is_measured_on_both_kernels(self):
+        def res(v, n, per):
+            return record("a", v, n, 256, per)
+        b = Run(results=[res("fallback", 8, 200.0), res("bulk", 8, 100.0)])
+        s = Run(results=[res("fallback", 8, 160.0), res("bulk", 8, 40.0)])
+        spec = tables.Spec("a", "quick reuse", "n", "fallback", "bulk")
+        rows = tables.table(spec, b, s)
+        self.assertEqual(rows, [tables.Row(8, 200.0, 100.0, 40.0, 0.4, 160.0, 0.25)])
+        text = render.markdown("slub", spec, rows)
+        self.assertIn("| n | loop (base) | loop (series) | base | series | "
+                      "series/base | series/loop |", text)
+        self.assertIn("| 8 | 200.0 | 160.0 | 100.0 | 40.0 | 0.40 | 0.25 |", text)
 
     def test_smp_runs_are_reported_as_a_spread(self):
         def run(*vals):
@@ -377,7 +421,7 @@ class BenchReport(unittest.TestCase):
                           Run(results=[res("a", "bulk", 8, 50.0)]))
         text = render.cover_tables(Report("./bulk bench", {"slub": entry}))
         self.assertIn("SLUB test a, quick reuse: alloc N then free N:\n", text)
-        self.assertIn("       8     200.0     100.0      50.0         0.50\n", text)
+        self.assertIn("       8    200.0        -    100.0     50.0   0.50      -\n", text)
         self.assertNotIn("test b", text)
 
     def test_skb_rows_have_their_own_table(self):
