@@ -5,6 +5,7 @@ Modes:
   exact  -icount shift=0,sleep=off -smp 1: the guest TSC counts retired
          instructions and runs repeat bit for bit.
   smp    -smp 2, multi-threaded TCG, no icount: for concurrency; timings noise.
+  smp4   the same with four CPUs (the stress runs).
 
 The kernel booted is the one its stamp says was built from the tree as it
 is now (kbuild.check_stamp).  The console log is saved under build/logs/;
@@ -51,6 +52,9 @@ MODES = {
     # Two sockets: SeaBIOS's MP table (this kernel has no ACPI) lists one
     # CPU per socket, so "-smp 2" alone would boot a single CPU.
     "smp": ["-smp", "2,sockets=2,cores=1,threads=1"],
+    # The stress runs' second CPU count (more vCPUs than the host's cores
+    # is fine for concurrency).
+    "smp4": ["-smp", "4,sockets=4,cores=1,threads=1"],
 }
 
 
@@ -299,7 +303,8 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     """Boot the kernel of build/o/<tree>-<config>; returns its result (also
     saved as JSON beside the log), or None after an interactive boot."""
     if mode not in MODES:
-        raise StageError("boot", "unknown mode '%s' (exact, smp)" % mode)
+        raise StageError("boot", "unknown mode '%s' (%s)" % (
+            mode, ", ".join(MODES)))
     need_tools("boot", ["qemu-system-x86_64"])
     out = kbuild.check_stamp(config, tree, "boot")
     src = kconfig.tree(tree).src

@@ -19,6 +19,7 @@ import kconfig
 import kunit
 import kunit_each
 import packages
+import stress
 import testcmd
 import tree
 from common import Interrupted, StageError
@@ -39,9 +40,9 @@ def parser() -> argparse.ArgumentParser:
                        "(the benchmark's base), bisect (per-patch builds)")
 
     def mode_opt(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--mode", choices=["exact", "smp"], default="exact",
+        p.add_argument("--mode", choices=list(boot.MODES), default="exact",
                        help="exact: -icount, one CPU, bit for bit; smp: two "
-                       "CPUs, no icount")
+                       "CPUs, no icount; smp4: four")
 
     def bench_opts(p: argparse.ArgumentParser) -> None:
         p.add_argument("--alloc", default="slub",
@@ -96,6 +97,19 @@ def parser() -> argparse.ArgumentParser:
                            "  %-11s%s" % kv for kv in testcmd.GROUPS.items()))
     p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
                    help="run only these step groups (listed below)")
+    p = sub.add_parser("stress", help="soak: the stress suite for as long as "
+                       "asked: results/stress.md")
+    p.add_argument("--minutes", type=float, default=10,
+                   help="minutes per run (default 10)")
+    p.add_argument("--seconds", type=int, default=None,
+                   help="seconds per round, each checked on its own (default "
+                   "60, or the whole time when shorter; at most %d)"
+                   % stress.MAX_ROUND_SECONDS)
+    p.add_argument("--runs", default="soak",
+                   help="soak (default: one run per allocator, four CPUs, "
+                   "fault injection), test (the test command's runs), all, "
+                   "or config names: %s" % ", ".join(sorted(
+                       {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS})))
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     bench_opts(p)
     p = sub.add_parser("report", help="re-render results/ (and the cover "
@@ -133,6 +147,13 @@ def dispatch(args: argparse.Namespace) -> int:
         return 1 if kunit_each.each_patch() else 0
     elif args.cmd == "test":
         return testcmd.main(args.only)
+    elif args.cmd == "stress":
+        return stress.soak(args.runs, args.minutes, args.seconds,
+                           "./bulk stress --runs %s --minutes %g%s" % (
+                               args.runs, args.minutes,
+                               " --seconds %d" % args.seconds
+                               if args.seconds else ""),
+                           kbuild.build)
     elif args.cmd == "bench":
         return bench.main(args)
     elif args.cmd == "report":

@@ -24,8 +24,16 @@ CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
     "slab": ["common", "hardening", "slab", "bench"],
     "slob": ["common", "slob", "bench"],
-    "slub-debug": ["common", "hardening", "slub", "debug", "slub-debug"],
-    "slab-debug": ["common", "hardening", "slab", "debug", "slab-debug"],
+    "slub-debug": ["common", "hardening", "slub", "debug", "slub-debug",
+                   "faults", "failslab"],
+    "slab-debug": ["common", "hardening", "slab", "debug", "slab-debug",
+                   "faults", "failslab"],
+    # The stress runs' kernels: as the benchmark's, with fault injection;
+    # SLOB's with lockdep (it has no debug options of its own) and without
+    # failslab (6.1's needs SLAB or SLUB).
+    "slub-faults": ["common", "hardening", "slub", "faults", "failslab"],
+    "slab-faults": ["common", "hardening", "slab", "faults", "failslab"],
+    "slob-debug": ["common", "slob", "slob-debug", "faults"],
     # Benchmark variants of slub: what KFENCE costs, and the event counters.
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],

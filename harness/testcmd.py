@@ -23,6 +23,7 @@ import kunit
 import measure
 import packages
 import steps
+import stress
 import tree
 import unitrun
 from common import (BASE_TAG, BISECT_TREE, PATCHES, REPO, TREE, StageError,
@@ -39,6 +40,7 @@ GROUPS = {
     "debug": "the tip builds with the debug configs",
     "kunit": "the KUnit suites on every config and variant",
     "boot": "smoke boots in exact and smp mode",
+    "stress": "the stress suite on 2 and 4 CPUs, with fault injection",
     "bench": "the benchmark module's quick run parses",
 }
 SUMMARY = "test.json"
@@ -135,6 +137,18 @@ def boot_step(mode: str, series: Series) -> None:
     boot.boot("slub", TESTED, mode, [], "", 300)
 
 
+def stress_step(r: stress.StressRun, series: Series) -> str:
+    series.at_tip()
+    if not os.path.exists(os.path.join(BISECT_TREE, "lib", "%s.c"
+                                       % stress.STRESS_MODULE)):
+        raise Skip("%s is not in the series yet" % stress.STRESS_MODULE)
+    kbuild.build(r.config, TESTED, label="%s@tip" % r.config)
+    res = stress.run(r, TESTED, stress.TEST_SECONDS)
+    if not res.ok:
+        raise StageError("stress", r.name(), res.logs[0], "\n".join(res.problems))
+    return stress.summary(res)
+
+
 def bench_step(config: str, series: Series) -> None:
     series.at_tip()
     if measure.BENCH_SYMBOL not in kconfig.declared_symbols(BISECT_TREE):
@@ -173,7 +187,7 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                 for b in bisectplan.plan(patches)]
     if want("debug"):
         out += [Step("debug", "%s @ full series" % c, partial(debug_step, c, series))
-                for c in ("slub-debug", "slab-debug")]
+                for c in ("slub-debug", "slab-debug", "slob-debug")]
     if want("kunit"):
         out += [Step("kunit", r.name(), partial(kunit_step, r, cases, series))
                 for r in kunit.KUNIT_RUNS]
@@ -181,6 +195,9 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
         out += [Step("boot", "slub smoke, %s mode" % mode,
                      partial(boot_step, mode, series))
                 for mode in ("exact", "smp")]
+    if want("stress"):
+        out += [Step("stress", r.name(), partial(stress_step, r, series))
+                for r in stress.TEST_RUNS]
     if want("bench"):
         out += [Step("bench", "%s quick run parses" % c,
                      partial(bench_step, c, series)) for c in bisectplan.ALLOCATORS]

@@ -1,0 +1,366 @@
+"""Stress stage: the series' stress suite (slab_bulk_stress, a KUnit module
+built with the contract suite) booted on two or four CPUs, with failslab
+and fail_page_alloc set up by the init through debugfs.  Its KTAP goes
+through the kernel's kunit.py parser like the other suites'; its count
+lines (one per cache and round) become the rows of results/stress.md.
+
+A run fails on a failed or missing KUnit case, a splat on the console
+(boot.py's check), an object lost, or fault injection that injected
+nothing when it was asked for.
+"""
+import dataclasses
+import json
+import os
+import re
+import time
+from typing import Callable
+
+import boot
+import kconfig
+import kunit
+from common import RESULTS, StageError, rel, say
+
+STRESS_MODULE = "slab_bulk_stress"
+# The stress suite is built by the contract suite's symbol.
+STRESS_SYMBOL = "SLAB_BULK_KUNIT_TEST"
+# The suite's per-round limit (KUnit ends a case after 300 s).
+MAX_ROUND_SECONDS = 240
+# Per cent of the threads' slab and page allocations that fail when
+# fault injection is on.
+FAULT_PERCENT = 2
+# kunit_info() lines: "# <case>: stress round=N key=value ..."
+ROUND_RE = re.compile(r"# [\w.]+: stress round=(\d+) (.*)$")
+KV_RE = re.compile(r"(\w+)=(\S+)")
+# Failed allocations a row counts (all injected when injection is on).
+FAIL_KEYS = ("bulk_fails", "single_fails", "kmalloc_fails")
+# Softirq allocations fail only for want of memory: fault injection's
+# task-filter leaves them alone.
+OP_KEYS = ("bulk_allocs", "bulk_frees", "single_allocs", "kfree_bulks",
+           "shrinks")
+
+
+@dataclasses.dataclass(frozen=True)
+class StressRun:
+    """One boot of the stress suite: config, QEMU mode (smp: 2 CPUs,
+    smp4: 4), extra command line, fault injection on or off."""
+    config: str
+    mode: str = "smp"
+    append: str = ""
+    faults: bool = True
+
+    def name(self) -> str:
+        return "%s %s%s%s" % (self.config, self.mode,
+                              " faults" if self.faults else "",
+                              " " + self.append if self.append else "")
+
+    def tag(self) -> str:
+        return "stress-%s%s%s" % (self.mode, "-faults" if self.faults else "",
+                                  "-" + re.sub(r"[^\w.-]+", "_", self.append)
+                                  if self.append else "")
+
+
+# The memcg that SLAB_ACCOUNT objects are charged to: the init joins it
+# before loading the module.
+CGROUP = "harness.cgroup=stress"
+# What ./bulk test runs, one short round each: every allocator on two CPUs
+# with fault injection, plain and with its debug options (SLOB has none but
+# lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB.
+TEST_RUNS = [
+    StressRun("slub-faults", "smp", CGROUP),
+    StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1"),
+    StressRun("slub-debug", "smp", CGROUP),
+    StressRun("slab-faults", "smp", CGROUP),
+    StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1"),
+    StressRun("slab-debug", "smp", CGROUP),
+    StressRun("slob-debug", "smp"),
+    StressRun("slob-debug", "smp4"),
+]
+TEST_SECONDS = 15
+# The soak (./bulk stress --minutes M): one run per allocator, four CPUs.
+SOAK_RUNS = [
+    StressRun("slub-faults", "smp4", CGROUP),
+    StressRun("slab-faults", "smp4", CGROUP),
+    StressRun("slob-debug", "smp4"),
+]
+
+
+def has_failslab(config: str) -> bool:
+    """Whether the config's kernel has failslab (SLOB's cannot)."""
+    return "failslab" in kconfig.CONFIG_SETS.get(config, [])
+
+
+def fault_append(percent: int, failslab: bool = True) -> str:
+    """harness.write= knobs: the fault injections fail percent% of the
+    allocations of tasks with make_it_fail (the stress threads), GFP_KERNEL
+    and order-0 ones included, without a report per failure."""
+    writes = []
+    for attr in ("failslab", "fail_page_alloc")[0 if failslab else 1:]:
+        knobs = [("probability", str(percent)), ("interval", "1"),
+                 ("times", "-1"), ("verbose", "0"), ("task-filter", "Y"),
+                 ("ignore-gfp-wait", "N")]
+        if attr == "fail_page_alloc":
+            knobs += [("min-order", "0"), ("ignore-gfp-highmem", "N")]
+        writes += ["harness.write=/sys/kernel/debug/%s/%s:%s" % (attr, k, v)
+                   for k, v in knobs]
+    return " ".join(writes)
+
+
+def cmdline(r: StressRun, seconds: int, rounds: int) -> str:
+    parts = ["%s.seconds=%d" % (STRESS_MODULE, seconds),
+             "%s.rounds=%d" % (STRESS_MODULE, rounds)]
+    if r.faults:
+        parts.append(fault_append(FAULT_PERCENT, has_failslab(r.config)))
+    if r.append:
+        parts.append(r.append)
+    return " ".join(parts)
+
+
+def parse_rounds(text: str) -> list[dict[str, str]]:
+    """The suite's count lines, one dict per line (round, cache, counts)."""
+    rows = []
+    for line in text.splitlines():
+        m = ROUND_RE.search(line)
+        if m:
+            row = {"round": m.group(1)}
+            row.update(KV_RE.findall(m.group(2)))
+            rows.append(row)
+    return rows
+
+
+def num(row: dict[str, str], key: str) -> int:
+    try:
+        return int(row.get(key, "0"))
+    except ValueError:
+        return 0
+
+
+def totals(rows: list[dict[str, str]]) -> dict[str, int]:
+    """Sums over rounds and caches; lost is -1 when no cache had a count."""
+    t = {k: sum(num(r, k) for r in rows)
+         for k in OP_KEYS + FAIL_KEYS + ("bulk_objs", "kmalloc_objs",
+                                         "remote_frees", "softirq_objs",
+                                         "softirq_fails")}
+    counted = [num(r, "lost") for r in rows if "lost" in r and num(r, "lost") >= 0]
+    t["lost"] = sum(counted) if counted else -1
+    t["injected"] = sum(t[k] for k in FAIL_KEYS)
+    t["ops"] = sum(t[k] for k in OP_KEYS) + t["remote_frees"]
+    return t
+
+
+@dataclasses.dataclass
+class StressResult:
+    """One run: one boot, or the boots of a soak added up.  seconds and
+    rounds are the guest's (its jiffies: under TCG they need not keep pace
+    with the host's clock), wall_seconds the host's."""
+    run: str
+    config: str
+    mode: str
+    faults: bool
+    append: str
+    seconds: int
+    rounds: int
+    logs: list[str]
+    ok: bool
+    problems: list[str]
+    splats: int
+    cases: dict[str, int]
+    totals: dict[str, int]
+    rows: list[dict[str, str]]
+    wall_seconds: int
+    boots: int = 1
+
+
+def check_built(r: StressRun, tree: str) -> None:
+    out = kconfig.tree(tree).out_dir(r.config)
+    if STRESS_SYMBOL not in kconfig.declared_symbols(kconfig.tree(tree).src):
+        raise StageError("stress", "%s: the tree has no stress suite (%s)" % (
+            r.config, STRESS_SYMBOL))
+    if STRESS_MODULE not in boot.built_modules(out):
+        raise StageError("stress", "%s: %s.ko not built: ./bulk build %s" % (
+            r.config, STRESS_MODULE, r.config))
+
+
+def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
+        rounds: int = 1) -> StressResult:
+    """Boot r's kernel with the stress suite for rounds of seconds each."""
+    if not 1 <= seconds <= MAX_ROUND_SECONDS:
+        raise StageError("stress", "seconds per round must be 1 to %d, not %d"
+                         % (MAX_ROUND_SECONDS, seconds))
+    if rounds < 1:
+        raise StageError("stress", "rounds must be 1 or more, not %d" % rounds)
+    if r.mode not in boot.MODES or r.mode == "exact":
+        raise StageError("stress", "mode %s: the stress runs on several CPUs "
+                         "(smp, smp4)" % r.mode)
+    check_built(r, tree)
+    start = time.time()
+    # A debug kernel boots in about two minutes under TCG; each round
+    # adds its seconds and the checks after it.
+    timeout = 300 + rounds * (seconds + 60)
+    res = boot.boot(r.config, tree, r.mode, [STRESS_MODULE],
+                    cmdline(r, seconds, rounds), timeout, tag=r.tag(),
+                    allow_fail=True)
+    assert res is not None
+    with open(res.log, errors="replace") as f:
+        text = f.read()
+    part = kunit.split_by_module(text, [STRESS_MODULE])[STRESS_MODULE]
+    kunit_py = os.path.join(kconfig.tree(tree).src, "tools", "testing",
+                            "kunit", "kunit.py")
+    ok, counts = kunit.parse(kunit_py, part, "%s-%s-%s" % (tree, r.config,
+                                                           r.tag()))
+    rows = parse_rounds(part)
+    t = totals(rows)
+    problems = ["%s: %s" % (rel(res.log), p) for p in res.problems]
+    if not ok:
+        problems.append("KUnit: %s" % ("failed: " + ", ".join(counts.failed)
+                                       if counts.failed else
+                                       "no parsable KTAP result"))
+    if counts.passed != rounds:
+        problems.append("%d of %d rounds passed" % (counts.passed, rounds))
+    if t["lost"] > 0:
+        problems.append("%d objects lost" % t["lost"])
+    if r.faults and ok and t["injected"] == 0:
+        problems.append("fault injection is on but no allocation failed "
+                        "(are the debugfs knobs there?)")
+    out = StressResult(r.name(), r.config, r.mode, r.faults, r.append, seconds,
+                       rounds, [res.log], not problems, problems, len(res.splats),
+                       {"passed": counts.passed, "skipped": counts.skipped,
+                        "failed": len(counts.failed)}, t, rows,
+                       round(time.time() - start))
+    say("stress %s: %s" % (r.name(), "ok" if out.ok else "; ".join(problems)))
+    return out
+
+
+def merge(parts: list[StressResult]) -> StressResult:
+    """The boots of one soak run as one result."""
+    first = parts[0]
+    rows = [row for p in parts for row in p.rows]
+    cases = {k: sum(p.cases[k] for p in parts) for k in first.cases}
+    return StressResult(first.run, first.config, first.mode, first.faults,
+                        first.append, first.seconds,
+                        sum(p.rounds for p in parts),
+                        [log for p in parts for log in p.logs],
+                        all(p.ok for p in parts),
+                        [x for p in parts for x in p.problems],
+                        sum(p.splats for p in parts), cases, totals(rows), rows,
+                        sum(p.wall_seconds for p in parts), len(parts))
+
+
+def soak_run(r: StressRun, minutes: float, seconds: int,
+             rounds: int) -> StressResult:
+    """Boots r again and again, rounds of seconds each time, until minutes
+    of the host's time have passed or a boot failed.  The guest's clock
+    cannot say when: under multi-threaded TCG its jiffies ran up to three
+    times faster than the host's clock."""
+    parts: list[StressResult] = []
+    start = time.time()
+    while not parts or (time.time() - start < minutes * 60 and parts[-1].ok):
+        parts.append(run(r, "linux", seconds, rounds))
+    return merge(parts)
+
+
+def summary(res: StressResult) -> str:
+    t = res.totals
+    return ("%d s: %d bulk allocations (%d objects), %d remote frees, %d "
+            "kfree_bulk() calls, %d injected failures, lost %s" % (
+                res.wall_seconds, t["bulk_allocs"], t["bulk_objs"],
+                t["remote_frees"], t["kfree_bulks"], t["injected"],
+                t["lost"] if t["lost"] >= 0 else "n/a (no count)"))
+
+
+def render(results: list[StressResult], command: str) -> str:
+    lines = [
+        "# Stress runs of the slab bulk API",
+        "",
+        "Command: `%s` (%s). Each run boots the config's kernel under QEMU "
+        "(multi-threaded TCG) and loads `%s`: one thread per CPU mixes bulk "
+        "and single allocations and frees, remote frees, `kfree_bulk()` and "
+        "`kmem_cache_shrink()` on five caches (plain, ctor, "
+        "SLAB_TYPESAFE_BY_RCU, SLAB_ACCOUNT in a non-root memcg where the "
+        "run joins one, debug flags) and the kmalloc caches. "
+        "Faults: failslab and fail_page_alloc (SLOB: fail_page_alloc only, "
+        "6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
+        "allocations. Injected: allocations that failed (bulk, single, "
+        "kmalloc). Lost: objects left in use after each round, summed "
+        "(n/a: SLOB keeps no count). Splats: console lines that fail a boot."
+        % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT),
+        "",
+        "| run | boots | guest time | host time | bulk allocs | objects | "
+        "bulk frees | single | remote frees | softirq objects | kfree_bulk | "
+        "shrinks | injected | lost | splats | result |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        t = r.totals
+        lines.append("| %s | %d | %d s | %d s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %d | %s |" % (
+            r.run, r.boots, r.seconds * r.rounds, r.wall_seconds,
+            t["bulk_allocs"], t["bulk_objs"],
+            t["bulk_frees"], t["single_allocs"], t["remote_frees"],
+            t["softirq_objs"], t["kfree_bulks"], t["shrinks"], t["injected"],
+            t["lost"] if t["lost"] >= 0 else "n/a", r.splats,
+            "pass" if r.ok else "FAIL: " + "; ".join(r.problems)))
+    lines += ["", "Guest time: rounds times their length in the guest's "
+              "jiffies, which under multi-threaded TCG ran faster than the "
+              "host's clock; host time: the boots' wall time.", "",
+              "Logs: " + ", ".join("`%s`" % rel(log) for r in results
+                                   for log in r.logs), ""]
+    return "\n".join(lines)
+
+
+def write_results(results: list[StressResult], command: str) -> str:
+    os.makedirs(RESULTS, exist_ok=True)
+    md = os.path.join(RESULTS, "stress.md")
+    with open(md, "w") as f:
+        f.write(render(results, command))
+    with open(os.path.join(RESULTS, "stress.json"), "w") as f:
+        json.dump({"command": command,
+                   "runs": [dataclasses.asdict(r) for r in results]}, f, indent=1)
+    return md
+
+
+def select(names: str) -> list[StressRun]:
+    """--runs: 'soak' (default), 'test', 'all', or config names."""
+    if names in ("", "soak"):
+        return SOAK_RUNS
+    if names == "test":
+        return TEST_RUNS
+    if names == "all":
+        return TEST_RUNS + [r for r in SOAK_RUNS if r not in TEST_RUNS]
+    wanted = [n for n in names.split(",") if n]
+    known = {r.config for r in TEST_RUNS + SOAK_RUNS}
+    bad = [n for n in wanted if n not in known]
+    if bad:
+        raise StageError("stress", "unknown stress config(s) %s; known: %s, "
+                         "or soak, test, all" % (", ".join(bad),
+                                                 ", ".join(sorted(known))))
+    return [r for r in TEST_RUNS + SOAK_RUNS if r.config in wanted]
+
+
+# A soak boot: rounds of this many guest seconds each.
+SOAK_SECONDS = 60
+SOAK_ROUNDS = 5
+
+
+def soak(names: str, minutes: float, seconds: int | None, command: str,
+         build_fn: Callable[[str], object]) -> int:
+    """./bulk stress: build, run each run for minutes of host time and
+    write results/stress.md; 1 if any run failed."""
+    if minutes <= 0:
+        raise StageError("stress", "--minutes must be more than 0")
+    runs = select(names)
+    per_round = seconds or SOAK_SECONDS
+    if not 1 <= per_round <= MAX_ROUND_SECONDS:
+        raise StageError("stress", "--seconds must be 1 to %d"
+                         % MAX_ROUND_SECONDS)
+    # Short soaks: one round, as long as asked in guest seconds.
+    rounds = SOAK_ROUNDS if minutes * 60 >= per_round * SOAK_ROUNDS else 1
+    per_round = min(per_round, max(1, round(minutes * 60)))
+    for c in dict.fromkeys(r.config for r in runs):
+        build_fn(c)
+    results = [soak_run(r, minutes, per_round, rounds) for r in runs]
+    md = write_results(results, command)
+    say("stress: %s" % rel(md))
+    for r in results:
+        print("%-4s %s: %s" % ("PASS" if r.ok else "FAIL", r.run, summary(r)))
+        for p in r.problems:
+            print("     %s" % p)
+    return 0 if all(r.ok for r in results) else 1

@@ -1,0 +1,135 @@
+"""Unit tests of the stress stage's parsing, fault knobs and report."""
+import unittest
+
+import hermetic  # noqa: F401
+import stress
+from common import StageError
+
+LOG = """\
+harness: loading slab_bulk_stress params 'seconds=15 rounds=2'
+KTAP version 1
+1..1
+    KTAP version 1
+    # Subtest: slab_bulk_stress
+    1..1
+        # slab_bulk_stress_round: stress round=1 cache=plain threads=2 bulk_allocs=10 bulk_objs=900 bulk_fails=2 bulk_frees=8 single_allocs=5 single_fails=1 remote_frees=40 shrinks=1 lost=0
+        # slab_bulk_stress_round: stress round=1 cache=kmalloc threads=2 kfree_bulks=7 kmalloc_objs=70 kmalloc_fails=3 remote_frees=9 lost=0
+        # slab_bulk_stress_round: stress round=1 memcg_pages_before=12 memcg_pages_after=13
+        # slab_bulk_stress_round: stress round=2 cache=plain threads=2 bulk_allocs=1 bulk_objs=1 bulk_fails=0 bulk_frees=1 single_allocs=0 single_fails=0 remote_frees=0 shrinks=0 lost=-1
+"""
+
+
+class Parse(unittest.TestCase):
+    def test_round_lines_become_rows(self):
+        rows = stress.parse_rounds(LOG)
+        self.assertEqual(len(rows), 4)
+        self.assertEqual(rows[0]["round"], "1")
+        self.assertEqual(rows[0]["cache"], "plain")
+        self.assertEqual(rows[0]["bulk_objs"], "900")
+        self.assertEqual(rows[2]["memcg_pages_after"], "13")
+
+    def test_totals_count_injected_failures_and_lost(self):
+        t = stress.totals(stress.parse_rounds(LOG))
+        self.assertEqual(t["bulk_allocs"], 11)
+        self.assertEqual(t["injected"], 2 + 1 + 3)
+        self.assertEqual(t["remote_frees"], 49)
+        self.assertEqual(t["lost"], 0)
+
+    def test_a_lost_object_counts(self):
+        t = stress.totals(stress.parse_rounds(LOG.replace("shrinks=1 lost=0", "shrinks=1 lost=5")))
+        self.assertEqual(t["lost"], 5)
+
+    def test_no_count_anywhere_is_minus_one(self):
+        t = stress.totals([{"round": "1", "cache": "plain", "lost": "-1"}])
+        self.assertEqual(t["lost"], -1)
+
+
+class Knobs(unittest.TestCase):
+    def test_both_injections_target_the_threads_only(self):
+        text = stress.fault_append(3)
+        for attr in ("failslab", "fail_page_alloc"):
+            d = "harness.write=/sys/kernel/debug/%s/" % attr
+            self.assertIn(d + "probability:3", text)
+            self.assertIn(d + "task-filter:Y", text)
+            self.assertIn(d + "ignore-gfp-wait:N", text)
+            self.assertIn(d + "times:-1", text)
+            self.assertIn(d + "verbose:0", text)
+        self.assertIn("fail_page_alloc/min-order:0", text)
+        self.assertNotIn("failslab/min-order", text)
+
+    def test_slob_gets_no_failslab_knobs(self):
+        line = stress.cmdline(stress.StressRun("slob-debug", "smp"), 10, 1)
+        self.assertIn("fail_page_alloc/probability", line)
+        self.assertNotIn("failslab", line)
+        self.assertIn("failslab/probability", stress.cmdline(stress.StressRun("slab-faults"), 10, 1))
+
+    def test_cmdline_without_faults_has_no_knobs(self):
+        r = stress.StressRun("slub-faults", "smp", "init_on_free=1", faults=False)
+        line = stress.cmdline(r, 20, 3)
+        self.assertIn("slab_bulk_stress.seconds=20", line)
+        self.assertIn("slab_bulk_stress.rounds=3", line)
+        self.assertIn("init_on_free=1", line)
+        self.assertNotIn("harness.write", line)
+
+    def test_every_run_has_its_own_log_tag(self):
+        runs = stress.TEST_RUNS + stress.SOAK_RUNS
+        tags = {(r.config, r.tag()) for r in runs}
+        self.assertEqual(len(tags), len(set(runs)))
+
+
+class Arguments(unittest.TestCase):
+    def test_unknown_config_is_named(self):
+        with self.assertRaisesRegex(StageError, "unknown stress config.*nope"):
+            stress.select("nope")
+
+    def test_named_selections(self):
+        self.assertEqual(stress.select("soak"), stress.SOAK_RUNS)
+        self.assertEqual(stress.select("test"), stress.TEST_RUNS)
+        self.assertTrue(all(r.config == "slob-debug" for r in stress.select("slob-debug")))
+
+    def test_round_length_is_bounded(self):
+        with self.assertRaisesRegex(StageError, "seconds per round"):
+            stress.run(stress.TEST_RUNS[0], seconds=stress.MAX_ROUND_SECONDS + 1)
+        with self.assertRaisesRegex(StageError, "minutes"):
+            stress.soak("soak", 0, None, "x", lambda c: None)
+
+    def test_exact_mode_is_refused(self):
+        with self.assertRaisesRegex(StageError, "several CPUs"):
+            stress.run(stress.StressRun("slub-faults", "exact"))
+
+
+class Report(unittest.TestCase):
+    def test_failed_run_says_why(self):
+        rows = stress.parse_rounds(LOG)
+        ok = stress.StressResult("slub-faults smp faults", "slub-faults", "smp", True, "",
+                                 15, 2, ["/x/boot.log"], True, [], 0,
+                                 {"passed": 2, "skipped": 0, "failed": 0},
+                                 stress.totals(rows), rows, 40)
+        bad = stress.StressResult("slob-debug smp4 faults", "slob-debug", "smp4", True, "",
+                                  15, 1, ["/x/boot2.log"], False, ["3 objects lost"], 1,
+                                  {"passed": 0, "skipped": 0, "failed": 1},
+                                  stress.totals([]), [], 40)
+        md = stress.render([ok, bad], "./bulk stress")
+        self.assertIn("| slub-faults smp faults | 1 | 30 s | 40 s | 11 | 901 |", md)
+        self.assertIn("FAIL: 3 objects lost", md)
+        self.assertIn("| 6 | 0 | 0 | pass |", md)
+
+    def test_soak_boots_add_up(self):
+        rows = stress.parse_rounds(LOG)
+        one = stress.StressResult("r", "slub-faults", "smp4", True, "", 60, 5, ["/a.log"],
+                                  True, [], 0, {"passed": 5, "skipped": 0, "failed": 0},
+                                  stress.totals(rows), rows, 100)
+        two = stress.StressResult("r", "slub-faults", "smp4", True, "", 60, 5, ["/b.log"],
+                                  False, ["/b.log: 1 objects lost"], 0,
+                                  {"passed": 4, "skipped": 0, "failed": 1},
+                                  stress.totals(rows), rows, 120)
+        m = stress.merge([one, two])
+        self.assertEqual((m.boots, m.rounds, m.wall_seconds), (2, 10, 220))
+        self.assertFalse(m.ok)
+        self.assertEqual(m.logs, ["/a.log", "/b.log"])
+        self.assertEqual(m.totals["bulk_allocs"], 22)
+        self.assertEqual(m.cases["failed"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
