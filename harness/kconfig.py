@@ -5,7 +5,7 @@ scripts/kconfig/merge_config.sh (-m: merge only).  The merged fragment is
 given to kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles
 the rest, and kunit_config (tools/testing/kunit) parses both and checks
 that the fragment is a subset of the result.  On top of that: every symbol
-of the fragment must exist in the tree, except the series' own two before
+of the fragment must exist in the tree, except the series' own three before
 the patch that adds them: a tree whose Kconfig files define one checks it
 like any other symbol.
 """
@@ -38,11 +38,11 @@ CONFIG_SETS = {
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
 }
-# Symbols the series adds (its KUnit suite and benchmark module): they do
+# Symbols the series adds (its KUnit suites and benchmark module): they do
 # not exist on the base or before their patch, where a fragment's line for
 # one is excused; once the tree defines it, it must take effect.  Any other
 # unknown symbol is a typo.
-SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH")
+SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH", "SLAB_BULK_STRESS")
 # The KBUILD_BUILD_* values make the image depend on the sources alone
 # (Documentation/kbuild/reproducible-builds.rst). That includes the build
 # number, which otherwise counts the links made in an output dir: it ends

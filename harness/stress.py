@@ -1,5 +1,5 @@
-"""Stress stage: the series' stress suite (slab_bulk_stress, a KUnit module
-built with the contract suite) booted on two or four CPUs, with failslab
+"""Stress stage: the series' stress suite (slab_bulk_stress, a KUnit module,
+CONFIG_SLAB_BULK_STRESS) booted on two or four CPUs, with failslab
 and fail_page_alloc set up by the init through debugfs.  Its KTAP goes
 through the kernel's kunit.py parser like the other suites'; its count
 lines (one per cache and round) become the rows of results/stress.md.
@@ -21,8 +21,7 @@ import kunit
 from common import RESULTS, StageError, rel, say
 
 STRESS_MODULE = "slab_bulk_stress"
-# The stress suite is built by the contract suite's symbol.
-STRESS_SYMBOL = "SLAB_BULK_KUNIT_TEST"
+STRESS_SYMBOL = "SLAB_BULK_STRESS"
 # The suite's per-round limit (KUnit ends a case after 300 s).
 MAX_ROUND_SECONDS = 240
 # Per cent of the threads' slab and page allocations that fail when
@@ -281,7 +280,9 @@ def render(results: list[StressResult], command: str) -> str:
         "6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
         "allocations. Injected: allocations that failed (bulk, single, "
         "kmalloc). Lost: objects left in use after each round, summed "
-        "(n/a: SLOB keeps no count). Splats: console lines that fail a boot."
+        "(n/a: SLOB keeps no per-cache count; there a round fails when the "
+        "pages SLOB holds do not come back). Splats: console lines that "
+        "fail a boot."
         % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT),
         "",
         "| run | boots | guest time | host time | bulk allocs | objects | "
