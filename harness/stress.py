@@ -149,8 +149,8 @@ def totals(rows: list[dict[str, str]]) -> dict[str, int]:
 @dataclasses.dataclass
 class StressResult:
     """One run: one boot, or the boots of a soak added up.  seconds and
-    rounds are the guest's (its jiffies: under TCG they need not keep pace
-    with the host's clock), wall_seconds the host's."""
+    rounds are what the guest was asked for (its jiffies), wall_seconds
+    the host's time, boot and checks included."""
     run: str
     config: str
     mode: str
@@ -247,9 +247,7 @@ def merge(parts: list[StressResult]) -> StressResult:
 def soak_run(r: StressRun, minutes: float, seconds: int,
              rounds: int) -> StressResult:
     """Boots r again and again, rounds of seconds each time, until minutes
-    of the host's time have passed or a boot failed.  The guest's clock
-    cannot say when: under multi-threaded TCG its jiffies ran up to three
-    times faster than the host's clock."""
+    of the host's time have passed or a boot failed."""
     parts: list[StressResult] = []
     start = time.time()
     while not parts or (time.time() - start < minutes * 60 and parts[-1].ok):
@@ -299,20 +297,29 @@ def render(results: list[StressResult], command: str) -> str:
             t["softirq_objs"], t["kfree_bulks"], t["shrinks"], t["injected"],
             t["lost"] if t["lost"] >= 0 else "n/a", r.splats,
             "pass" if r.ok else "FAIL: " + "; ".join(r.problems)))
-    lines += ["", "Guest time: rounds times their length in the guest's "
-              "jiffies, which under multi-threaded TCG ran faster than the "
-              "host's clock; host time: the boots' wall time.", "",
+    lines += ["", "Guest time: rounds times their length (the guest's "
+              "jiffies); host time: the boots' wall time, boot and checks "
+              "included.", "",
               "Logs: " + ", ".join("`%s`" % rel(log) for r in results
                                    for log in r.logs), ""]
     return "\n".join(lines)
 
 
-def write_results(results: list[StressResult], command: str) -> str:
+def results_name(names: str) -> str:
+    """results/<name>.md: stress for the soak, stress-<runs> for others,
+    so that a short run of some configs does not replace the soak's."""
+    if names in ("", "soak"):
+        return "stress"
+    return "stress-" + re.sub(r"[^\w.-]+", "_", names)
+
+
+def write_results(results: list[StressResult], command: str,
+                  name: str = "stress") -> str:
     os.makedirs(RESULTS, exist_ok=True)
-    md = os.path.join(RESULTS, "stress.md")
+    md = os.path.join(RESULTS, name + ".md")
     with open(md, "w") as f:
         f.write(render(results, command))
-    with open(os.path.join(RESULTS, "stress.json"), "w") as f:
+    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
         json.dump({"command": command,
                    "runs": [dataclasses.asdict(r) for r in results]}, f, indent=1)
     return md
@@ -358,7 +365,7 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
     for c in dict.fromkeys(r.config for r in runs):
         build_fn(c)
     results = [soak_run(r, minutes, per_round, rounds) for r in runs]
-    md = write_results(results, command)
+    md = write_results(results, command, results_name(names))
     say("stress: %s" % rel(md))
     for r in results:
         print("%-4s %s: %s" % ("PASS" if r.ok else "FAIL", r.run, summary(r)))

@@ -87,6 +87,11 @@ class Arguments(unittest.TestCase):
         self.assertEqual(stress.select("test"), stress.TEST_RUNS)
         self.assertTrue(all(r.config == "slob-debug" for r in stress.select("slob-debug")))
 
+    def test_only_the_soak_writes_results_stress(self):
+        self.assertEqual(stress.results_name("soak"), "stress")
+        self.assertEqual(stress.results_name("slub-debug,slab-debug"), "stress-slub-debug_slab-debug")
+        self.assertEqual(stress.results_name("test"), "stress-test")
+
     def test_round_length_is_bounded(self):
         with self.assertRaisesRegex(StageError, "seconds per round"):
             stress.run(stress.TEST_RUNS[0], seconds=stress.MAX_ROUND_SECONDS + 1)
