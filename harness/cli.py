@@ -152,7 +152,7 @@ def dispatch(args: argparse.Namespace) -> int:
                            "./bulk stress --runs %s --minutes %g%s" % (
                                args.runs, args.minutes,
                                " --seconds %d" % args.seconds
-                               if args.seconds else ""),
+                               if args.seconds is not None else ""),
                            kbuild.build)
     elif args.cmd == "bench":
         return bench.main(args)

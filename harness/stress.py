@@ -10,6 +10,7 @@ nothing when it was asked for.
 """
 import dataclasses
 import json
+import math
 import os
 import re
 import time
@@ -30,6 +31,9 @@ FAULT_PERCENT = 2
 # kunit_info() lines: "# <case>: stress round=N key=value ..."
 ROUND_RE = re.compile(r"# [\w.]+: stress round=(\d+) (.*)$")
 KV_RE = re.compile(r"(\w+)=(\S+)")
+# The console's timestamps of a round's start and of each round's end.
+ROUND_START_RE = re.compile(r"^\[\s*(\d+\.\d+)\] +# Subtest: slab_bulk_stress_round$", re.M)
+ROUND_END_RE = re.compile(r"^\[\s*(\d+\.\d+)\] +(?:not )?ok \d+ round \d+ of \d+", re.M)
 # Failed allocations a row counts (all injected when injection is on).
 FAIL_KEYS = ("bulk_fails", "single_fails", "kmalloc_fails")
 # Softirq allocations fail only for want of memory: fault injection's
@@ -126,6 +130,17 @@ def parse_rounds(text: str) -> list[dict[str, str]]:
     return rows
 
 
+def round_seconds(text: str) -> list[float]:
+    """How long each round ran by the guest's console clock: from the
+    case's start to the first round's end, then end to end."""
+    start = ROUND_START_RE.search(text)
+    if not start:
+        return []
+    marks = [float(start.group(1))] + [float(m.group(1))
+                                      for m in ROUND_END_RE.finditer(text)]
+    return [b - a for a, b in zip(marks, marks[1:])]
+
+
 def num(row: dict[str, str], key: str) -> int:
     try:
         return int(row.get(key, "0"))
@@ -180,7 +195,7 @@ def check_built(r: StressRun, tree: str) -> None:
 
 
 def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
-        rounds: int = 1) -> StressResult:
+        rounds: int = 1, tag: str | None = None) -> StressResult:
     """Boot r's kernel with the stress suite for rounds of seconds each."""
     if not 1 <= seconds <= MAX_ROUND_SECONDS:
         raise StageError("stress", "seconds per round must be 1 to %d, not %d"
@@ -192,11 +207,13 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                          "(smp, smp4)" % r.mode)
     check_built(r, tree)
     start = time.time()
-    # A debug kernel boots in about two minutes under TCG; each round
-    # adds its seconds and the checks after it.
-    timeout = 300 + rounds * (seconds + 60)
+    # A boot takes seconds to a minute under TCG. A round that hangs is
+    # ended by KUnit 300 s after it started, so each round may take that
+    # long before KUnit says why; only a hang spends the margin.
+    timeout = 300 + rounds * max(seconds + 60, 330)
+    tag = tag or r.tag()
     res = boot.boot(r.config, tree, r.mode, [STRESS_MODULE],
-                    cmdline(r, seconds, rounds), timeout, tag=r.tag(),
+                    cmdline(r, seconds, rounds), timeout, tag=tag,
                     allow_fail=True)
     assert res is not None
     with open(res.log, errors="replace") as f:
@@ -205,7 +222,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     kunit_py = os.path.join(kconfig.tree(tree).src, "tools", "testing",
                             "kunit", "kunit.py")
     ok, counts = kunit.parse(kunit_py, part, "%s-%s-%s" % (tree, r.config,
-                                                           r.tag()))
+                                                           tag))
     rows = parse_rounds(part)
     t = totals(rows)
     problems = ["%s: %s" % (rel(res.log), p) for p in res.problems]
@@ -220,6 +237,20 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     if r.faults and ok and t["injected"] == 0:
         problems.append("fault injection is on but no allocation failed "
                         "(are the debugfs knobs there?)")
+    # The module's parameters must have taken effect: every round as long
+    # as asked (6.1's KUnit once ran the suite before they were parsed).
+    short = [d for d in round_seconds(part) if d < seconds * 0.95]
+    if ok and short:
+        problems.append("a round ran %.1f s of the %d asked: module "
+                        "parameters ignored?" % (min(short), seconds))
+    if ok and "harness.cgroup=" in r.append and not any(
+            num(row, "memcg_pages_before") >= 0 for row in rows
+            if "memcg_pages_before" in row):
+        problems.append("the run joins a memcg but no memcg charge was "
+                        "checked (kmem accounting off?)")
+    if ok and r.config.startswith("slob") and not any(
+            "slob_pages_before" in row for row in rows):
+        problems.append("no count of SLOB's pages in the output")
     out = StressResult(r.name(), r.config, r.mode, r.faults, r.append, seconds,
                        rounds, [res.log], not problems, problems, len(res.splats),
                        {"passed": counts.passed, "skipped": counts.skipped,
@@ -251,7 +282,8 @@ def soak_run(r: StressRun, minutes: float, seconds: int,
     parts: list[StressResult] = []
     start = time.time()
     while not parts or (time.time() - start < minutes * 60 and parts[-1].ok):
-        parts.append(run(r, "linux", seconds, rounds))
+        parts.append(run(r, "linux", seconds, rounds,
+                         "%s-boot%d" % (r.tag(), len(parts) + 1)))
     return merge(parts)
 
 
@@ -327,20 +359,21 @@ def write_results(results: list[StressResult], command: str,
 
 def select(names: str) -> list[StressRun]:
     """--runs: 'soak' (default), 'test', 'all', or config names."""
+    every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS))
     if names in ("", "soak"):
         return SOAK_RUNS
     if names == "test":
         return TEST_RUNS
     if names == "all":
-        return TEST_RUNS + [r for r in SOAK_RUNS if r not in TEST_RUNS]
+        return every
     wanted = [n for n in names.split(",") if n]
-    known = {r.config for r in TEST_RUNS + SOAK_RUNS}
+    known = {r.config for r in every}
     bad = [n for n in wanted if n not in known]
-    if bad:
-        raise StageError("stress", "unknown stress config(s) %s; known: %s, "
-                         "or soak, test, all" % (", ".join(bad),
-                                                 ", ".join(sorted(known))))
-    return [r for r in TEST_RUNS + SOAK_RUNS if r.config in wanted]
+    if bad or not wanted:
+        raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
+                         "test or all alone, or config names: %s" % (
+                             ", ".join(bad) or names, ", ".join(sorted(known))))
+    return [r for r in every if r.config in wanted]
 
 
 # A soak boot: rounds of this many guest seconds each.
@@ -352,10 +385,10 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
          build_fn: Callable[[str], object]) -> int:
     """./bulk stress: build, run each run for minutes of host time and
     write results/stress.md; 1 if any run failed."""
-    if minutes <= 0:
-        raise StageError("stress", "--minutes must be more than 0")
+    if not math.isfinite(minutes) or minutes <= 0:
+        raise StageError("stress", "--minutes must be a number more than 0")
     runs = select(names)
-    per_round = seconds or SOAK_SECONDS
+    per_round = SOAK_SECONDS if seconds is None else seconds
     if not 1 <= per_round <= MAX_ROUND_SECONDS:
         raise StageError("stress", "--seconds must be 1 to %d"
                          % MAX_ROUND_SECONDS)
@@ -364,11 +397,16 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
     per_round = min(per_round, max(1, round(minutes * 60)))
     for c in dict.fromkeys(r.config for r in runs):
         build_fn(c)
-    results = [soak_run(r, minutes, per_round, rounds) for r in runs]
-    md = write_results(results, command, results_name(names))
+    results: list[StressResult] = []
+    md = ""
+    for run_ in runs:
+        results.append(soak_run(run_, minutes, per_round, rounds))
+        # After each run: an interrupted soak keeps what it finished.
+        md = write_results(results, command, results_name(names))
     say("stress: %s" % rel(md))
-    for r in results:
-        print("%-4s %s: %s" % ("PASS" if r.ok else "FAIL", r.run, summary(r)))
-        for p in r.problems:
+    for res in results:
+        print("%-4s %s: %s" % ("PASS" if res.ok else "FAIL", res.run,
+                               summary(res)))
+        for p in res.problems:
             print("     %s" % p)
-    return 0 if all(r.ok for r in results) else 1
+    return 0 if all(res.ok for res in results) else 1

@@ -72,15 +72,40 @@ class Knobs(unittest.TestCase):
         self.assertNotIn("harness.write", line)
 
     def test_every_run_has_its_own_log_tag(self):
-        runs = stress.TEST_RUNS + stress.SOAK_RUNS
+        runs = stress.select("all")
+        self.assertEqual(len(runs), len(set(runs)))
         tags = {(r.config, r.tag()) for r in runs}
-        self.assertEqual(len(tags), len(set(runs)))
+        self.assertEqual(len(tags), len(runs))
 
 
 class Arguments(unittest.TestCase):
     def test_unknown_config_is_named(self):
         with self.assertRaisesRegex(StageError, "unknown stress config.*nope"):
             stress.select("nope")
+
+    def test_config_names_select_each_run_once(self):
+        runs = stress.select("slob-debug")
+        self.assertEqual(len(runs), len(set(runs)))
+        with self.assertRaisesRegex(StageError, "unknown stress config"):
+            stress.select(",")
+        with self.assertRaisesRegex(StageError, "alone"):
+            stress.select("soak,slob-debug")
+
+    def test_minutes_must_be_a_finite_number(self):
+        for bad in (float("nan"), float("inf"), -1.0):
+            with self.assertRaisesRegex(StageError, "minutes"):
+                stress.soak("soak", bad, None, "x", lambda c: None)
+
+    def test_zero_seconds_is_refused_not_defaulted(self):
+        with self.assertRaisesRegex(StageError, "seconds"):
+            stress.soak("soak", 1, 0, "x", lambda c: None)
+
+    def test_round_lengths_come_from_the_console(self):
+        text = ("[    1.000000]         # Subtest: slab_bulk_stress_round\n"
+                "[   16.500000]         ok 1 round 1 of 2\n"
+                "[   31.000000]         not ok 2 round 2 of 2\n")
+        self.assertEqual(stress.round_seconds(text), [15.5, 14.5])
+        self.assertEqual(stress.round_seconds("no rounds"), [])
 
     def test_named_selections(self):
         self.assertEqual(stress.select("soak"), stress.SOAK_RUNS)
