@@ -58,32 +58,45 @@ MODES = {
 }
 
 
-# A KUnit case that must provoke a KASAN report (slab_bulk_kasan_double_free)
-# prints these lines around the call; the case itself checks that exactly one
-# report came.  Between them, and only when both are there, the report's
-# "BUG: KASAN: <kind>" line of the announced kind is no splat; anything else
-# still is.
-EXPECT_BEGIN_RE = re.compile(r"^slab_bulk: expected KASAN report: ([\w-]+) follows$")
-EXPECT_END = "slab_bulk: expected KASAN report: end"
+# A KUnit case that must provoke a report (slab_bulk_kasan_double_free,
+# slab_bulk_debug_slab_redzone) prints these lines around the call; the case
+# itself checks that exactly one report came.  Between them, and only when
+# both are there, the report's first line of the announced kind is no splat;
+# anything else still is.
+EXPECT_BEGIN_RE = re.compile(
+    r"^slab_bulk: expected (KASAN|SLAB) report: ([\w-]+) follows$")
+EXPECT_END_RE = re.compile(r"^slab_bulk: expected (KASAN|SLAB) report: end$")
+# DEBUG_SLAB's report of a clobbered red zone (mm/slab.c verify_redzone_free).
+SLAB_REDZONE_RE = re.compile(
+    r"^slab error in verify_redzone_free\(\): cache `[^']+': "
+    r"memory outside object was overwritten$")
+
+
+def _expected(tool: str, kind: str, body: str) -> bool:
+    """Whether @body is the report line announced as @tool's @kind."""
+    if tool == "KASAN":
+        return body.startswith("BUG: KASAN: %s in " % kind)
+    return kind == "redzone" and bool(SLAB_REDZONE_RE.match(body))
 
 
 def splats(text: str) -> list[str]:
     """Lines of a console log that show a kernel problem."""
     out: list[str] = []
     pending: list[str] = []
-    kind = None
+    expect = None
     for line in text.splitlines():
         body = TIMESTAMP_RE.sub("", line).rstrip()
         begin = EXPECT_BEGIN_RE.match(body)
         if begin:
             out.extend(pending)
-            pending, kind = [], begin.group(1)
+            pending, expect = [], begin.groups()
             continue
-        if kind and body == EXPECT_END:
-            pending, kind = [], None
+        end = EXPECT_END_RE.match(body)
+        if expect and end and end.group(1) == expect[0]:
+            pending, expect = [], None
             continue
         if SPLAT_RE.search(body):
-            if kind and body.startswith("BUG: KASAN: %s in " % kind):
+            if expect and _expected(expect[0], expect[1], body):
                 pending.append(line.strip())
             else:
                 out.append(line.strip())

@@ -194,6 +194,29 @@ class BootStage(unittest.TestCase):
         warn = report + "[    8.4] WARNING: CPU: 0 PID: 1 at mm/slub.c:1 x\n" + end
         self.assertEqual(len(boot.splats(warn)), 1)
 
+    def test_announced_slab_redzone_report_is_excused(self):
+        report = ("[    8.1] slab_bulk: expected SLAB report: redzone follows\n"
+                  "[    8.2] slab error in verify_redzone_free(): cache "
+                  "`slab_bulk_test': memory outside object was overwritten\n"
+                  "[    8.3] CPU: 0 PID: 80 Comm: kunit_try_catch Tainted: G    B\n"
+                  "[    8.4] ffff888004b1c000: redzone 1:0x12d2c2c2c2c2c2c2, "
+                  "redzone 2:0x9f911029d74e35b\n")
+        end = "[    8.5] slab_bulk: expected SLAB report: end\n"
+        self.assertEqual(boot.splats(report + end), [])
+        self.assertEqual(len(boot.splats(report)), 1)
+        # A double free is never the announced kind, nor is a KASAN report
+        # or a KASAN end line.
+        double = report.replace("memory outside object was overwritten",
+                                "double free detected")
+        self.assertEqual(len(boot.splats(double + end)), 1)
+        kasan = report + "[    8.45] BUG: KASAN: double-free in foo\n" + end
+        self.assertEqual(len(boot.splats(kasan)), 1)
+        self.assertEqual(len(boot.splats(
+            report + "[    8.5] slab_bulk: expected KASAN report: end\n")), 1)
+        self.assertEqual(len(boot.splats(
+            report.replace("expected SLAB report: redzone",
+                           "expected SLAB report: poison") + end)), 1)
+
     def test_exit_status(self):
         self.assertEqual(boot.exit_status(1), 0)
         self.assertEqual(boot.exit_status(3), 1)
