@@ -107,9 +107,11 @@ def parser() -> argparse.ArgumentParser:
                    % stress.MAX_ROUND_SECONDS)
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
-                   "fault injection), test (the test command's runs), all, "
-                   "or config names: %s" % ", ".join(sorted(
-                       {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS})))
+                   "fault injection), test (the test command's runs), all "
+                   "(those, the debug kernels on four CPUs and SLOB without "
+                   "lockdep), or config names: %s" % ", ".join(sorted(
+                       {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
+                        + stress.EXTRA_RUNS})))
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     bench_opts(p)
     p = sub.add_parser("report", help="re-render results/ (and the cover "

@@ -34,6 +34,8 @@ CONFIG_SETS = {
     "slub-faults": ["common", "hardening", "slub", "faults", "failslab"],
     "slab-faults": ["common", "hardening", "slab", "faults", "failslab"],
     "slob-debug": ["common", "slob", "slob-debug", "faults"],
+    # SLOB without lockdep, for ./bulk stress --runs all only.
+    "slob-faults": ["common", "slob", "faults"],
     # Benchmark variants of slub: what KFENCE costs, and the event counters.
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],

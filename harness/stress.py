@@ -87,6 +87,18 @@ SOAK_RUNS = [
 ]
 
 
+# Not in the test command (each would add a boot, and slob-faults a
+# kernel, to CI's budget): the debug kernels on four CPUs and SLOB without
+# lockdep, so that every allocator runs plain and with its debug options on
+# two and on four CPUs (./bulk stress --runs all, or by config name).
+EXTRA_RUNS = [
+    StressRun("slub-debug", "smp4", CGROUP),
+    StressRun("slab-debug", "smp4", CGROUP),
+    StressRun("slob-faults", "smp"),
+    StressRun("slob-faults", "smp4", "init_on_free=1"),
+]
+
+
 def has_failslab(config: str) -> bool:
     """Whether the config's kernel has failslab (SLOB's cannot)."""
     return "failslab" in kconfig.CONFIG_SETS.get(config, [])
@@ -310,9 +322,11 @@ def render(results: list[StressResult], command: str) -> str:
         "6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
         "allocations. Injected: allocations that failed (bulk, single, "
         "kmalloc). Lost: objects left in use after each round, summed "
-        "(n/a: SLOB keeps no per-cache count; there a round fails when the "
-        "pages SLOB holds do not come back). Splats: console lines that "
-        "fail a boot."
+        "over the private caches and (SLUB, SLAB) the kmalloc caches; n/a "
+        "where the kernel keeps no count (SLOB before its per-cache count, "
+        "patch 29). SLOB has no kmalloc caches: there a round also fails "
+        "when the pages SLOB holds do not come back. Splats: console lines "
+        "that fail a boot."
         % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT),
         "",
         "| run | boots | guest time | host time | bulk allocs | objects | "
@@ -359,7 +373,7 @@ def write_results(results: list[StressResult], command: str,
 
 def select(names: str) -> list[StressRun]:
     """--runs: 'soak' (default), 'test', 'all', or config names."""
-    every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS))
+    every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS))
     if names in ("", "soak"):
         return SOAK_RUNS
     if names == "test":

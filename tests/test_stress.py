@@ -107,6 +107,21 @@ class Arguments(unittest.TestCase):
         self.assertEqual(stress.round_seconds(text), [15.5, 14.5])
         self.assertEqual(stress.round_seconds("no rounds"), [])
 
+    def test_all_runs_every_allocator_plain_and_debug_on_two_and_four_cpus(self):
+        runs = stress.select("all")
+        self.assertEqual(len(runs), len(set(runs)))
+        kinds = {("slub", "faults"): "slub-faults", ("slub", "debug"): "slub-debug",
+                 ("slab", "faults"): "slab-faults", ("slab", "debug"): "slab-debug",
+                 ("slob", "faults"): "slob-faults", ("slob", "debug"): "slob-debug"}
+        for config in kinds.values():
+            for mode in ("smp", "smp4"):
+                with self.subTest(config=config, mode=mode):
+                    self.assertTrue(any(r.config == config and r.mode == mode
+                                        for r in runs))
+        self.assertTrue(all(r.config in stress.kconfig.CONFIG_SETS for r in runs))
+        # The extra runs stay out of the test command.
+        self.assertFalse(set(stress.EXTRA_RUNS) & set(stress.TEST_RUNS))
+
     def test_named_selections(self):
         self.assertEqual(stress.select("soak"), stress.SOAK_RUNS)
         self.assertEqual(stress.select("test"), stress.TEST_RUNS)
