@@ -149,9 +149,10 @@ def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
             continue
         md.append(render.markdown(alloc, spec, rows))
         print(md[-1])
-        if spec.bulk == "bulk":
+        if spec.bulk in tables.STAT_VARIANTS:
             for title, events in tables.STAT_SPECS:
-                strows = tables.stats_table(spec.test, events, base, series)
+                strows = tables.stats_table(spec.test, events, base, series,
+                                            spec.bulk)
                 if strows:
                     md.append(render.markdown(alloc, tables.Spec(
                         spec.test, title + " per 1000 objects, SLUB_STATS", "n",

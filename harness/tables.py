@@ -32,6 +32,9 @@ SPECS = [
     Spec("a", "sk_buff-sized, new cache: alloc 64, free in worst order "
          "(alloc+free timed)", "n", "skb_worst_loop", "skb_worst_bulk"),
     Spec("b", "working set: batches of N outstanding", "n", "fallback", "bulk"),
+    Spec("b", "fragmented cache: N+32 free objects in half-free slabs on the "
+         "node partial list, alloc N then free N", "n", "frag_fallback",
+         "frag_bulk"),
     Spec("c", "free in allocation order (frees only)", "n", "order_loop", "order_bulk"),
     Spec("c", "free in random order (frees only)", "n", "random_loop", "random_bulk"),
     Spec("c", "free in worst order (frees only)", "n", "worst_loop", "worst_bulk"),
@@ -54,7 +57,17 @@ STAT_SPECS = [
      ("alloc_slowpath", "free_slowpath")),
     ("slabs from and to the page allocator (alloc_slab + free_slab)",
      ("alloc_slab", "free_slab")),
+    ("slabs taken off the node partial list (alloc_from_partial + "
+     "cpu_partial_node)", ("alloc_from_partial", "cpu_partial_node")),
+    ("frees that put a slab on a list (cpu_partial_free + free_add_partial)",
+     ("cpu_partial_free", "free_add_partial")),
+    ("CPU partial list drains to the node list (cpu_partial_drain)",
+     ("cpu_partial_drain",)),
+    ("list_lock acquisitions, test cache (kprobe; kernels with CONFIG_KPROBES)",
+     ("list_lock",)),
 ]
+# The bulk variants whose measurements have S lines, and their loops.
+STAT_VARIANTS = {"bulk": "fallback", "frag_bulk": "frag_fallback"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,12 +116,16 @@ def table(spec: Spec, base: Run, series: Run) -> list[Row]:
 
 
 def stats_table(test: str, events: tuple[str, ...], base: Run,
-                series: Run) -> list[Row]:
-    """Events per 1000 objects from S lines."""
+                series: Run, bulk: str = "bulk") -> list[Row]:
+    """Events per 1000 objects from S lines of the @bulk variant and its
+    loop.  A measurement whose S line lacks every one of @events (a
+    kernel without the list_lock probe) has no row."""
     def pick(run: Run, variant: str) -> dict[int, float]:
         return {r.n: 1000.0 * sum(r.counters.get(e, 0) for e in events) / r.objs
-                for r in run.stats if r.test == test and r.variant == variant}
-    return rows_of(pick(base, "fallback"), pick(base, "bulk"), pick(series, "bulk"))
+                for r in run.stats if r.test == test and r.variant == variant
+                and any(e in r.counters for e in events)}
+    return rows_of(pick(base, STAT_VARIANTS[bulk]), pick(base, bulk),
+                   pick(series, bulk))
 
 
 def spread_table(spec: Spec, base_runs: list[Run],

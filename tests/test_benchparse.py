@@ -132,6 +132,22 @@ class ParseTest(unittest.TestCase):
                                   base, series)
         self.assertEqual(rows, [tables.Row(8, 10.0, 4.0, 1.0, 0.25)])
 
+    def test_stats_table_frag_variants_and_missing_counter(self):
+        # The fragmented shape's S lines pair frag_bulk with frag_fallback;
+        # a kernel whose lines lack list_lock (no kprobe) gives no row.
+        S = benchparse.StatRecord
+        base = benchparse.Run(stats=[
+            S("b", "frag_fallback", 64, 1000, {"list_lock": 30}),
+            S("b", "frag_bulk", 64, 1000, {"list_lock": 20}),
+            S("b", "bulk", 64, 1000, {"list_lock": 99}),
+            S("b", "frag_bulk", 128, 1000, {"alloc_slab": 1})])
+        series = benchparse.Run(stats=[
+            S("b", "frag_bulk", 64, 1000, {"list_lock": 5}),
+            S("b", "frag_bulk", 128, 1000, {"alloc_slab": 1})])
+        rows = tables.stats_table("b", ("list_lock",), base, series,
+                                  "frag_bulk")
+        self.assertEqual(rows, [tables.Row(64, 30.0, 20.0, 5.0, 0.25)])
+
 
 
 class JsonTest(unittest.TestCase):
