@@ -104,7 +104,7 @@ def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
           "benchmark patch, with the module as the series has it; *series* = "
           "all of patches/. Configs: "
           "configs/ (`./bulk config NAME`).", "",
-          "Tests a-e run in exact mode: QEMU TCG `-icount shift=0,sleep=off "
+          "Tests a-e and g run in exact mode: QEMU TCG `-icount shift=0,sleep=off "
           "-smp 1`, where the guest TSC counts retired instructions, so every "
           "figure is **instructions per object**, raw (the timed region's "
           "instructions over the objects it handled, nothing subtracted) "
@@ -162,6 +162,12 @@ def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
             render.plot(rows, plot,
                         "%s quick reuse: instructions per object vs bulk size N"
                         % alloc.upper())
+        if spec.test == "g" and spec.bulk == "head_list" and plot is not None:
+            render.plot(rows, plot[:-len("-a.png")] + "-g.png",
+                        "%s kfree_skb_list(), 64-byte sk_buffs: instructions "
+                        "per sk_buff vs list length N" % alloc.upper(),
+                        ylabel="instructions per sk_buff (free)",
+                        xlabel="list length N", bulk="kfree_skb_list()")
     return md
 
 

@@ -18,6 +18,7 @@ import kbuild
 import kconfig
 import kunit
 import kunit_each
+import net
 import packages
 import stress
 import testcmd
@@ -48,8 +49,8 @@ def parser() -> argparse.ArgumentParser:
         p.add_argument("--alloc", default="slub",
                        help="comma list of %s (default slub)"
                        % ",".join(bench.BENCH_CONFIGS))
-        p.add_argument("--tests", default="abcde",
-                       help="test letters among abcdef (default abcde; f "
+        p.add_argument("--tests", default="abcdeg",
+                       help="test letters among abcdefg (default abcdeg; f "
                        "runs in smp mode)")
         p.add_argument("--quick", action="store_true",
                        help="the module's quick mode (fewer rounds)")
@@ -114,6 +115,16 @@ def parser() -> argparse.ArgumentParser:
                         + stress.EXTRA_RUNS})))
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     bench_opts(p)
+    p = sub.add_parser("net", help="pktgen through virtio-net, base vs "
+                       "series: results/net.md")
+    p.add_argument("--count", type=int, default=100000,
+                   help="packets per run (default 100000)")
+    p.add_argument("--runs", type=int, default=5,
+                   help="boots per kernel (default 5)")
+    p.add_argument("--debug-count", type=int, default=20000,
+                   help="packets of the KASAN + lockdep run (default 20000)")
+    p.add_argument("--no-debug", action="store_true",
+                   help="skip the KASAN + lockdep run")
     p = sub.add_parser("report", help="re-render results/ (and the cover "
                        "letter's tables) from the last bench logs")
     bench_opts(p)
@@ -158,6 +169,8 @@ def dispatch(args: argparse.Namespace) -> int:
                            kbuild.build)
     elif args.cmd == "bench":
         return bench.main(args)
+    elif args.cmd == "net":
+        return net.main(args)
     elif args.cmd == "report":
         return bench.report_main(args)
     return 0

@@ -5,7 +5,7 @@ scripts/kconfig/merge_config.sh (-m: merge only).  The merged fragment is
 given to kbuild as KCONFIG_ALLCONFIG for allnoconfig, olddefconfig settles
 the rest, and kunit_config (tools/testing/kunit) parses both and checks
 that the fragment is a subset of the result.  On top of that: every symbol
-of the fragment must exist in the tree, except the series' own three before
+of the fragment must exist in the tree, except the series' own four before
 the patch that adds them: a tree whose Kconfig files define one checks it
 like any other symbol.
 """
@@ -39,12 +39,18 @@ CONFIG_SETS = {
     # Benchmark variants of slub: what KFENCE costs, and the event counters.
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
+    # The network runs (./bulk net): the benchmark config with virtio-net
+    # and pktgen; the debug one with KASAN and lockdep.
+    "slub-net": ["common", "hardening", "slub", "bench", "net"],
+    "slub-debug-net": ["common", "hardening", "slub", "debug", "slub-debug",
+                       "net"],
 }
 # Symbols the series adds (its KUnit suites and benchmark module): they do
 # not exist on the base or before their patch, where a fragment's line for
 # one is excused; once the tree defines it, it must take effect.  Any other
 # unknown symbol is a typo.
-SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH", "SLAB_BULK_STRESS")
+SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH", "SLAB_BULK_STRESS",
+                  "SKB_LIST_KUNIT_TEST")
 # The KBUILD_BUILD_* values make the image depend on the sources alone
 # (Documentation/kbuild/reproducible-builds.rst). That includes the build
 # number, which otherwise counts the links made in an output dir: it ends

@@ -20,6 +20,7 @@ from common import StageError, log_path, say
 # The contract suite goes last: the KASAN report that one of its cases must
 # provoke turns lockdep off for the rest of the boot.
 KUNIT_MODULES = {"slub_kunit": "SLUB_KUNIT_TEST",
+                 "skb_list_test": "SKB_LIST_KUNIT_TEST",
                  "slab_bulk_kunit": "SLAB_BULK_KUNIT_TEST"}
 CONTRACT_SUITE = "slab_bulk_kunit"
 

@@ -55,19 +55,21 @@ def plot_data(rows: list[Row]) -> str:
         for r in rows)
 
 
-def plot(rows: list[Row], path: str, title: str) -> None:
+def plot(rows: list[Row], path: str, title: str,
+         ylabel: str = "instructions per object (alloc+free)",
+         xlabel: str = "bulk size N", bulk: str = "bulk") -> None:
     """PNG of per-object cost against N, drawn by gnuplot."""
     need_tools("bench", ["gnuplot"])
     dat = path[:-4] + ".dat"
     with open(dat, "w") as f:
         f.write(plot_data(rows))
     script = ("set terminal pngcairo size 900,540\nset output '%s'\n"
-              "set title '%s'\nset logscale x 2\nset xlabel 'bulk size N'\n"
-              "set ylabel 'instructions per object (alloc+free)'\nset grid\n"
+              "set title '%s'\nset logscale x 2\nset xlabel '%s'\n"
+              "set ylabel '%s'\nset grid\n"
               "set key top left\nset yrange [0:*]\n"
-              "plot '%s' u 1:2 w lp t 'loop (base kernel)', '' u 1:3 w lp t 'base bulk', "
-              "'' u 1:4 w lp t 'series bulk', '' u 1:5 w lp t 'loop (series kernel)'\n"
-              % (path, title, dat))
+              "plot '%s' u 1:2 w lp t 'loop (base kernel)', '' u 1:3 w lp t 'base %s', "
+              "'' u 1:4 w lp t 'series %s', '' u 1:5 w lp t 'loop (series kernel)'\n"
+              % (path, title, xlabel, ylabel, dat, bulk, bulk))
     p = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True)
     if p.returncode != 0:
         raise StageError("bench", "gnuplot failed", detail=p.stderr)

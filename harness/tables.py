@@ -5,7 +5,7 @@ import statistics
 
 from benchparse import Run
 
-TESTS = "abcdef"
+TESTS = "abcdefg"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +50,11 @@ SPECS = [
     Spec("f", "remote free: free side", "size", None, "remote_free"),
     Spec("f", "1 alloc N free: alloc side", "size", None, "one_alloc"),
     Spec("f", "1 alloc N free: free side", "size", None, "one_free"),
+    # Test g: kfree_skb_list() against a kfree_skb() loop, per sk_buff.
+    Spec("g", "kfree_skb_list() of N sk_buffs, 64 bytes, kmalloc() head "
+         "(frees only)", "n", "head_loop", "head_list"),
+    Spec("g", "kfree_skb_list() of N sk_buffs, 1500 bytes, page fragment "
+         "head (frees only)", "n", "pfrag_loop", "pfrag_list"),
 ]
 # SLUB_STATS tables: (title, counters summed) per 1000 objects.
 STAT_SPECS = [

@@ -153,7 +153,7 @@ def bench_step(config: str, series: Series) -> None:
     series.at_tip()
     if measure.BENCH_SYMBOL not in kconfig.declared_symbols(BISECT_TREE):
         raise Skip("%s is not in the series yet" % measure.BENCH_MODULE)
-    measure.smoke(config, TESTED, quick_tests="a" if config != "slub" else "abcde")
+    measure.smoke(config, TESTED, quick_tests="a" if config != "slub" else "abcdeg")
 
 
 def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:

@@ -12,7 +12,10 @@
  *                            modules charge from this task goes to a non-root
  *                            memcg
  *   harness.write=path:value (may repeat) write value to path before loading,
- *                            e.g. debugfs knobs
+ *                            e.g. debugfs knobs; "%20" in value stands for
+ *                            a space (pktgen's commands have them)
+ *   harness.cat=path         (may repeat) print the file's lines, each as
+ *                            "harness: cat <path>: <line>", after loading
  * then prints "harness: status=N" and ends QEMU through isa-debug-exit
  * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
  *
@@ -168,6 +171,22 @@ static int join_cgroup(const char *name)
 	return 0;
 }
 
+/* "%20" -> ' ', in place: the command line splits words at spaces. */
+static void unescape_spaces(char *s)
+{
+	char *out = s;
+
+	while (*s) {
+		if (!strncmp(s, "%20", 3)) {
+			*out++ = ' ';
+			s += 3;
+		} else {
+			*out++ = *s++;
+		}
+	}
+	*out = '\0';
+}
+
 static int write_knobs(void)
 {
 	const char *from = NULL;
@@ -183,10 +202,34 @@ static int write_knobs(void)
 			continue;
 		}
 		*colon = '\0';
+		unescape_spaces(colon + 1);
 		if (write_file(spec, colon + 1))
 			bad = 1;
 		else
 			say("wrote %s = %s", spec, colon + 1);
+	}
+	return bad;
+}
+
+static int cat_files(void)
+{
+	const char *from = NULL;
+	char path[256], line[512];
+	int bad = 0;
+
+	while (param("harness.cat", path, sizeof(path), &from)) {
+		FILE *f = fopen(path, "r");
+
+		if (!f) {
+			say("cat %s failed: %s (%d)", path, strerror(errno), errno);
+			bad = 1;
+			continue;
+		}
+		while (fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			say("cat %s: %s", path, line);
+		}
+		fclose(f);
 	}
 	return bad;
 }
@@ -252,6 +295,8 @@ int main(void)
 			}
 		}
 	}
+	if (cat_files())
+		status = 1;
 #ifdef HARNESS_SHELL
 	say("modules loaded (status %d); /bin/sh, exit ends the guest", status);
 	if (fork() == 0) {
