@@ -115,8 +115,9 @@ def parser() -> argparse.ArgumentParser:
                         + stress.EXTRA_RUNS})))
     p = sub.add_parser("bench", help="the main command: base vs series benchmark")
     bench_opts(p)
-    p = sub.add_parser("net", help="pktgen through virtio-net, base vs "
-                       "series: results/net.md")
+    p = sub.add_parser("net", help="pktgen through virtio-net and UDP "
+                       "reassembly over loopback, base vs series: "
+                       "results/net.md")
     p.add_argument("--count", type=int, default=100000,
                    help="packets per run (default 100000)")
     p.add_argument("--runs", type=int, default=5,
@@ -125,6 +126,12 @@ def parser() -> argparse.ArgumentParser:
                    help="packets of the KASAN + lockdep run (default 20000)")
     p.add_argument("--no-debug", action="store_true",
                    help="skip the KASAN + lockdep run")
+    p.add_argument("--udp-count", type=int, default=1000,
+                   help="UDP datagrams of each size in the loopback "
+                   "reassembly runs (default 1000; 0 skips them)")
+    p.add_argument("--at", type=int, action="append", metavar="PATCH",
+                   help="also measure the series at patch PATCH (1-based; "
+                   "may repeat), built in the bisect worktree")
     p = sub.add_parser("report", help="re-render results/ (and the cover "
                        "letter's tables) from the last bench logs")
     bench_opts(p)

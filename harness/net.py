@@ -22,6 +22,20 @@ The device side is not instruction-exact: QEMU's virtio-net handles the
 TX queue in its main loop, beside the guest CPU, and when it does decides
 how many completions each NAPI poll finds.  Every kernel is booted RUNS
 times and the report gives each run and the spread.
+
+The second workload frees lists of sk_buffs on a real path, with no
+device in it: IP reassembly.  The init sets the loopback's MTU to 1500,
+brings it up, and sends UDP datagrams of UDP_SIZES payload bytes from one
+socket to another on 127.0.0.1, receiving each before sending the next
+(harness.udp).  IP fragments each datagram into up to 45 packets; the
+receive side reassembles them into one sk_buff whose frag_list holds the
+other fragments, and when the receiver has read the datagram,
+skb_release_data() frees that frag_list with kfree_skb_list().  The whole
+run is inside the guest CPU, so it repeats bit for bit: each kernel is
+booted twice and the two runs must agree to within UDP_TOLERANCE.  The
+figure is TSC ticks per datagram, which under -icount are instructions:
+the send, the fragmenting, the loopback, the reassembly, the receive and
+the frees.
 """
 import argparse
 import dataclasses
@@ -34,14 +48,17 @@ import time
 import base
 import basetree
 import boot
+import gitrepo
 import kbuild
 import packages
 import tree
-from common import RESULTS, StageError, rel, say
+from common import BISECT_TREE, RESULTS, TREE, StageError, rel, say
 
 BASE_TREE = "linux-base"
 CONFIG = "slub-net"
 DEBUG_CONFIG = "slub-debug-net"
+# Datagrams of each size in the KASAN + lockdep run.
+DEBUG_UDP_COUNT = 50
 PKT_SIZE = 64
 DEV = "eth0"
 PGDIR = "/proc/net/pktgen"
@@ -52,6 +69,13 @@ TSC_RE = re.compile(r"tsc: (?:Refined TSC clocksource calibration:|Detected) "
                     r"([\d.]+) MHz")
 STAT_RE = re.compile(r"cat /sys/class/net/%s/statistics/(\w+): (\d+)$" % DEV,
                      re.M)
+UDP_RE = re.compile(r"^harness: udp size=(\d+) count=(\d+) tsc=(\d+)$", re.M)
+# Payloads of 1, 2, 9, 17, 18, 33 and 45 fragments at MTU 1500: frag_lists
+# of 0 (no list), 1, 8, 16, 17, 32 and 44 sk_buffs.
+UDP_SIZES = (1472, 2952, 13312, 25152, 26632, 48832, 65507)
+UDP_MTU = 1500
+# Two boots of one kernel: a relative difference larger than this fails.
+UDP_TOLERANCE = 0.005
 
 
 def append(count: int) -> str:
@@ -72,6 +96,62 @@ def append(count: int) -> str:
                     + ["harness.cat=" + c for c in cats])
 
 
+def fragments(size: int, mtu: int = UDP_MTU) -> int:
+    """IPv4 fragments of a UDP datagram of size payload bytes: each carries
+    a multiple of 8 bytes of the UDP datagram (header included)."""
+    per = (mtu - 20) // 8 * 8
+    return -(-(size + 8) // per)
+
+
+def udp_append(count: int, sizes: tuple[int, ...] = UDP_SIZES) -> str:
+    """The command line for the reassembly workload (see the docstring)."""
+    return " ".join(["harness.write=/sys/class/net/lo/mtu:%d" % UDP_MTU,
+                     "harness.write=/sys/class/net/lo/flags:0x9",
+                     "harness.udp=%d:%s" % (count, ",".join(map(str, sizes)))])
+
+
+@dataclasses.dataclass
+class UdpRun:
+    tree: str
+    label: str
+    run: int
+    log: str
+    count: int
+    # payload size -> TSC ticks (instructions) for count datagrams
+    ticks: dict[int, int]
+
+    def per_datagram(self, size: int) -> float:
+        return self.ticks[size] / self.count
+
+
+def parse_udp(text: str, tree_name: str, label: str, run: int, log: str,
+              count: int, sizes: tuple[int, ...] = UDP_SIZES) -> UdpRun:
+    ticks = {}
+    for m in UDP_RE.finditer(text):
+        if int(m.group(2)) != count:
+            raise StageError("net", "%s run %d: %s datagrams of %s bytes, "
+                             "asked for %d" % (label, run, m.group(2),
+                                               m.group(1), count), log)
+        ticks[int(m.group(1))] = int(m.group(3))
+    missing = [str(s) for s in sizes if s not in ticks]
+    if missing:
+        raise StageError("net", "%s run %d: no udp result for %s bytes in "
+                         "the log (the init's 'harness: udp' lines)" % (
+                             label, run, ", ".join(missing)), log)
+    return UdpRun(tree_name, label, run, log, count, ticks)
+
+
+def check_udp_repeat(a: UdpRun, b: UdpRun) -> None:
+    """Two boots of one kernel agree (the workload has no device side)."""
+    for size in sorted(a.ticks):
+        x, y = a.per_datagram(size), b.per_datagram(size)
+        if abs(x - y) > UDP_TOLERANCE * min(x, y):
+            raise StageError("net", "%s: runs %d and %d differ at %d bytes "
+                             "(%.1f and %.1f instructions per datagram); the "
+                             "workload should repeat" % (
+                                 a.label, a.run, b.run, size, x, y), b.log)
+
+
 @dataclasses.dataclass
 class NetRun:
     tree: str
@@ -84,6 +164,11 @@ class NetRun:
     tx_packets: int
     tx_dropped: int
     tx_errors: int
+    # "base", "series" or "patch N"; empty: from the tree
+    label: str = ""
+
+    def name(self) -> str:
+        return self.label or ("base" if self.tree == BASE_TREE else "series")
 
     def instructions(self) -> float:
         """Guest instructions per packet over pktgen's run."""
@@ -120,22 +205,72 @@ def check(r: NetRun, count: int) -> None:
                              r.tx_packets, r.tx_dropped, r.tx_errors), r.log)
 
 
-def one(tree_name: str, config: str, run: int, count: int) -> NetRun:
+def one(tree_name: str, config: str, run: int, count: int,
+        label: str = "") -> NetRun:
     tag = "net-pktgen-%d-run%d" % (count, run)
     res = boot.boot(config, tree_name, "exact", [], append(count), 600, tag=tag)
     assert res is not None
     with open(res.log, errors="replace") as f:
         r = parse(f.read(), tree_name, config, run, res.log)
+    r.label = label
     check(r, count)
-    say("net %s-%s run %d: %d packets, %.1f instructions per packet" % (
-        tree_name, config, run, r.packets, r.instructions()))
+    say("net %s (%s) run %d: %d packets, %.1f instructions per packet" % (
+        r.name(), config, run, r.packets, r.instructions()))
     return r
 
 
-def markdown(runs: list[NetRun], debug: list[NetRun], command: str) -> str:
-    by_tree: dict[str, list[float]] = {}
+def one_udp(tree_name: str, label: str, config: str, run: int,
+            count: int) -> UdpRun:
+    tag = "net-udp-%d-run%d" % (count, run)
+    res = boot.boot(config, tree_name, "exact", [], udp_append(count), 600,
+                    tag=tag)
+    assert res is not None
+    with open(res.log, errors="replace") as f:
+        r = parse_udp(f.read(), tree_name, label, run, res.log, count)
+    say("net %s udp run %d: %s instructions per datagram" % (
+        label, run, ", ".join("%.0f" % r.per_datagram(s) for s in UDP_SIZES)))
+    return r
+
+
+def udp_markdown(runs: list[UdpRun]) -> list[str]:
+    """The reassembly table: the first run of each kernel, base first."""
+    first: dict[str, UdpRun] = {}
     for r in runs:
-        by_tree.setdefault(r.tree, []).append(r.instructions())
+        first.setdefault(r.label, r)
+    labels = list(first)
+    if not labels:
+        return []
+    md = ["", "## UDP over loopback, reassembled: kfree_skb_list() of the "
+          "frag_list", "",
+          "Instructions per datagram (send, fragment, loopback, reassemble, "
+          "receive, free), %d datagrams per size, MTU %d. Each kernel was "
+          "booted twice: %s." % (
+              first[labels[0]].count, UDP_MTU,
+              "; ".join("%s runs %s" % (l, "identical" if all(
+                  r.ticks == first[l].ticks for r in runs if r.label == l)
+                  else "within %.1f%%" % (100 * UDP_TOLERANCE))
+                  for l in labels)), "",
+          "| payload bytes | fragments | frag_list | " +
+          " | ".join(labels) + " | %s - %s | per frag_list sk_buff | "
+          "%s/%s |" % (labels[-1], labels[0], labels[-1], labels[0]),
+          "|---:|---:|---:|" + "---:|" * (len(labels) + 3)]
+    for size in UDP_SIZES:
+        f = fragments(size)
+        v = [first[l].per_datagram(size) for l in labels]
+        d = v[-1] - v[0]
+        md.append("| %d | %d | %d | %s | %+.1f | %s | %.3f |" % (
+            size, f, f - 1, " | ".join("%.1f" % x for x in v), d,
+            "%+.1f" % (d / (f - 1)) if f > 1 else "",
+            v[-1] / v[0]))
+    return md
+
+
+def markdown(runs: list[NetRun], debug: list[NetRun], command: str,
+             udp: list[UdpRun] | None = None,
+             udp_debug: list[UdpRun] | None = None) -> str:
+    by_label: dict[str, list[float]] = {}
+    for r in runs:
+        by_label.setdefault(r.name(), []).append(r.instructions())
     md = ["# pktgen through virtio-net (napi_tx), base vs series", "",
           "Produced by `%s`.  Exact mode (`-icount shift=0,sleep=off -smp 1`): "
           "guest instructions per packet over pktgen's run, %d-byte UDP "
@@ -146,18 +281,15 @@ def markdown(runs: list[NetRun], debug: list[NetRun], command: str) -> str:
           "|---|---:|---:|---:|---:|"]
     for r in runs:
         md.append("| %s | %d | %d | %d | %.1f |" % (
-            "base" if r.tree == BASE_TREE else "series", r.run, r.packets,
-            r.usec, r.instructions()))
+            r.name(), r.run, r.packets, r.usec, r.instructions()))
     md += ["", "| kernel | min | mean | max | spread (max-min)/mean |",
            "|---|---:|---:|---:|---:|"]
-    for t, label in ((BASE_TREE, "base"), ("linux", "series")):
-        v = by_tree.get(t, [])
-        if v:
-            md.append("| %s | %.1f | %.1f | %.1f | %.2f%% |" % (
-                label, min(v), statistics.mean(v), max(v),
-                100 * (max(v) - min(v)) / statistics.mean(v)))
-    if by_tree.get(BASE_TREE) and by_tree.get("linux"):
-        b, s = by_tree[BASE_TREE], by_tree["linux"]
+    for label, v in by_label.items():
+        md.append("| %s | %.1f | %.1f | %.1f | %.2f%% |" % (
+            label, min(v), statistics.mean(v), max(v),
+            100 * (max(v) - min(v)) / statistics.mean(v)))
+    if by_label.get("base") and by_label.get("series"):
+        b, s = by_label["base"], by_label["series"]
         md += ["", "series/base: %.3f of the mean (%+.1f instructions per "
                "packet), %.3f of the minimum (%+.1f)." % (
                    statistics.mean(s) / statistics.mean(b),
@@ -170,43 +302,74 @@ def markdown(runs: list[NetRun], debug: list[NetRun], command: str) -> str:
                "closest to the packet's own work. Run nothing else on the "
                "host meanwhile: a second QEMU beside it once made a run "
                "read 3281 instead of about 2040."]
+    md += udp_markdown(udp or [])
     for r in debug:
         md += ["", "Debug run (`%s`: KASAN, lockdep, slub_debug): %d packets "
                "sent, %d dropped, no splat." % (r.config, r.tx_packets,
                                                  r.tx_dropped)]
+    for u in udp_debug or []:
+        md += ["", "Debug run of the UDP workload (`%s`): %d datagrams of "
+               "each size received whole, no splat." % (DEBUG_CONFIG, u.count)]
     return "\n".join(md) + "\n"
 
 
 def main(args: argparse.Namespace) -> int:
     start = time.time()
-    if args.runs < 1 or args.count < 1:
-        raise StageError("net", "--runs and --count take positive numbers")
+    if args.runs < 1 or args.count < 1 or args.udp_count < 0:
+        raise StageError("net", "--runs and --count take positive numbers, "
+                         "--udp-count a positive number or 0")
     packages.setup()
     base.create()
     tree.create()
     basetree.make()
     runs: list[NetRun] = []
-    for tr in (BASE_TREE, "linux"):
-        kbuild.build(CONFIG, tr)
+    udp: list[UdpRun] = []
+    kernels = [(BASE_TREE, "base", None)]
+    commits = gitrepo.commits(TREE, "net")
+    for n in args.at or []:
+        if not 1 <= n <= len(commits):
+            raise StageError("net", "--at %d: the series has patches 1 to %d"
+                             % (n, len(commits)))
+        kernels.append(("bisect", "patch %d" % n, commits[n - 1]))
+    kernels.append(("linux", "series", None))
+    for tr, label, commit in kernels:
+        if commit:
+            gitrepo.worktree(TREE, BISECT_TREE, "net")
+            gitrepo.checkout(BISECT_TREE, commit, "net")
+        kbuild.build(CONFIG, tr, label="%s %s" % (CONFIG, label))
         for i in range(1, args.runs + 1):
-            runs.append(one(tr, CONFIG, i, args.count))
+            runs.append(one(tr, CONFIG, i, args.count, label))
+        if args.udp_count:
+            pair = [one_udp(tr, label, CONFIG, i, args.udp_count)
+                    for i in (1, 2)]
+            check_udp_repeat(*pair)
+            udp += pair
     debug: list[NetRun] = []
+    udp_debug: list[UdpRun] = []
     if not args.no_debug:
         kbuild.build(DEBUG_CONFIG, "linux")
-        debug.append(one("linux", DEBUG_CONFIG, 1, args.debug_count))
-    command = "./bulk net --count %d --runs %d%s" % (
-        args.count, args.runs, " --no-debug" if args.no_debug else
+        debug.append(one("linux", DEBUG_CONFIG, 1, args.debug_count,
+                         "series"))
+        if args.udp_count:
+            udp_debug.append(one_udp("linux", "series", DEBUG_CONFIG, 1,
+                                     DEBUG_UDP_COUNT))
+    command = "./bulk net --count %d --runs %d --udp-count %d%s%s" % (
+        args.count, args.runs, args.udp_count,
+        "".join(" --at %d" % n for n in args.at or []),
+        " --no-debug" if args.no_debug else
         " --debug-count %d" % args.debug_count)
-    md = markdown(runs, debug, command)
+    md = markdown(runs, debug, command, udp, udp_debug)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "net.md"), "w") as f:
         f.write(md)
     with open(os.path.join(RESULTS, "net.json"), "w") as f:
         json.dump({"command": command,
-                   "runs": [dataclasses.asdict(r) for r in runs + debug]},
+                   "runs": [dataclasses.asdict(r) for r in runs + debug],
+                   "udp": [dataclasses.asdict(r) for r in udp + udp_debug]},
                   f, indent=1)
     print(md)
     say("net: results/net.md written; done in %dm%02ds" % divmod(
         int(time.time() - start), 60))
-    say("net: logs %s" % ", ".join(rel(r.log) for r in runs + debug))
+    say("net: logs %s" % ", ".join(rel(r.log) for r in
+                                   list(runs + debug) + list(udp + udp_debug)))
     return 0

@@ -14,6 +14,12 @@
  *   harness.write=path:value (may repeat) write value to path before loading,
  *                            e.g. debugfs knobs; "%20" in value stands for
  *                            a space (pktgen's commands have them)
+ *   harness.udp=COUNT:SIZE[,SIZE...]
+ *                            after loading, for each SIZE: COUNT UDP datagrams
+ *                            of SIZE payload bytes from one socket to another
+ *                            on 127.0.0.1, each received before the next is
+ *                            sent; prints the TSC ticks the COUNT pairs took
+ *                            ("harness: udp size=S count=C tsc=T")
  *   harness.cat=path         (may repeat) print the file's lines, each as
  *                            "harness: cat <path>: <line>", after loading
  * then prints "harness: status=N" and ends QEMU through isa-debug-exit
@@ -31,11 +37,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/io.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -234,6 +244,93 @@ static int cat_files(void)
 	return bad;
 }
 
+static unsigned long long tsc(void)
+{
+	unsigned int lo, hi;
+
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) :: "memory");
+	return ((unsigned long long)hi << 32) | lo;
+}
+
+/*
+ * COUNT send+receive pairs of SIZE bytes.  The receiver copies one byte
+ * (MSG_TRUNC gives the datagram's length), and the sender sends without a
+ * UDP checksum: what is timed is the stack's and the allocator's work on
+ * the packets, plus the copy from user space.
+ */
+static int udp_pairs(int tx, int rx, const struct sockaddr_in *to, long size,
+		     long count, unsigned long long *ticks)
+{
+	static char payload[65536];
+	unsigned long long t0 = tsc();
+	long i;
+
+	for (i = 0; i < count; i++) {
+		ssize_t n = sendto(tx, payload, size, 0,
+				   (const struct sockaddr *)to, sizeof(*to));
+
+		if (n != size) {
+			say("udp size=%ld: sendto %ld returned %zd: %s (%d)",
+			    size, i, n, strerror(errno), errno);
+			return 1;
+		}
+		n = recv(rx, payload, 1, MSG_TRUNC);
+		if (n != size) {
+			say("udp size=%ld: recv %ld returned %zd: %s (%d)",
+			    size, i, n, strerror(errno), errno);
+			return 1;
+		}
+	}
+	*ticks = tsc() - t0;
+	return 0;
+}
+
+static int udp_runs(void)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(9) };
+	struct timeval timeout = { .tv_sec = 5 };
+	char spec[256], *rest, *tok, *save = NULL;
+	int tx, rx, one = 1;
+	long count;
+
+	if (!param("harness.udp", spec, sizeof(spec), NULL))
+		return 0;
+	count = strtol(spec, &rest, 10);
+	if (count < 1 || *rest != ':') {
+		say("bad harness.udp '%s' (COUNT:SIZE[,SIZE...])", spec);
+		return 1;
+	}
+	to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	tx = socket(AF_INET, SOCK_DGRAM, 0);
+	rx = socket(AF_INET, SOCK_DGRAM, 0);
+	if (tx < 0 || rx < 0 ||
+	    bind(rx, (struct sockaddr *)&to, sizeof(to)) ||
+	    setsockopt(rx, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) ||
+	    setsockopt(tx, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one))) {
+		say("udp sockets on 127.0.0.1:9: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	for (tok = strtok_r(rest + 1, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		unsigned long long ticks;
+		char *end;
+		long size = strtol(tok, &end, 10);
+
+		if (*end || size < 1 || size > 65507) {
+			say("bad harness.udp size '%s' (1 to 65507)", tok);
+			return 1;
+		}
+		/* Untimed first round: the sockets' and the caches' first use. */
+		if (udp_pairs(tx, rx, &to, size, 16, &ticks) ||
+		    udp_pairs(tx, rx, &to, size, count, &ticks))
+			return 1;
+		say("udp size=%ld count=%ld tsc=%llu", size, count, ticks);
+	}
+	close(tx);
+	close(rx);
+	return 0;
+}
+
 int main(void)
 {
 	char list[512], unload[8], path[256], params[2048], group[64];
@@ -295,6 +392,8 @@ int main(void)
 			}
 		}
 	}
+	if (!status && udp_runs())
+		status = 1;
 	if (cat_files())
 		status = 1;
 #ifdef HARNESS_SHELL

@@ -82,6 +82,77 @@ class NetParse(unittest.TestCase):
                       "per packet), 0.950 of the minimum (-100.0)", md)
 
 
+UDP_LOG = "".join("harness: udp size=%d count=10 tsc=%d\n" % (s, 1000 * s)
+                  for s in net.UDP_SIZES) + "harness: status=0\n"
+
+
+class Udp(unittest.TestCase):
+    def test_fragments_at_mtu_1500(self):
+        # 1480 bytes of the UDP datagram (8-byte header included) per fragment
+        self.assertEqual([net.fragments(s) for s in net.UDP_SIZES],
+                         [1, 2, 9, 17, 18, 33, 45])
+        self.assertEqual(net.fragments(1473), 2)
+        self.assertEqual(net.fragments(65507), 45)
+
+    def test_append(self):
+        a = net.udp_append(7, (100, 200))
+        self.assertIn("harness.write=/sys/class/net/lo/mtu:1500", a)
+        self.assertIn("harness.write=/sys/class/net/lo/flags:0x9", a)
+        self.assertTrue(a.endswith("harness.udp=7:100,200"))
+
+    def test_parse(self):
+        r = net.parse_udp(UDP_LOG, "linux", "series", 1, "x.log", 10)
+        self.assertEqual(r.ticks[65507], 65507000)
+        self.assertAlmostEqual(r.per_datagram(1472), 147200.0)
+
+    def test_missing_size_names_the_log(self):
+        log = UDP_LOG.replace("size=13312 ", "size=1 ")
+        with self.assertRaises(StageError) as cm:
+            net.parse_udp(log, "linux", "series", 2, "run2.log", 10)
+        self.assertIn("13312", str(cm.exception))
+        self.assertEqual(cm.exception.log, "run2.log")
+
+    def test_wrong_count_fails(self):
+        with self.assertRaises(StageError) as cm:
+            net.parse_udp(UDP_LOG, "linux", "series", 1, "x", 11)
+        self.assertIn("asked for 11", str(cm.exception))
+
+    def test_runs_must_repeat(self):
+        a = net.parse_udp(UDP_LOG, "linux", "series", 1, "a", 10)
+        b = net.parse_udp(UDP_LOG, "linux", "series", 2, "b", 10)
+        net.check_udp_repeat(a, b)
+        b.ticks[2952] = int(a.ticks[2952] * (1 + 2 * net.UDP_TOLERANCE))
+        with self.assertRaises(StageError) as cm:
+            net.check_udp_repeat(a, b)
+        self.assertIn("2952", str(cm.exception))
+
+    def test_markdown(self):
+        base = net.parse_udp(UDP_LOG, "linux-base", "base", 1, "a", 10)
+        ser = net.parse_udp(UDP_LOG, "linux", "series", 1, "b", 10)
+        ser2 = net.parse_udp(UDP_LOG, "linux", "series", 2, "c", 10)
+        ser.ticks = {k: v - 10 * 440 for k, v in ser.ticks.items()}
+        ser2.ticks = dict(ser.ticks)
+        md = "\n".join(net.udp_markdown([base, ser, ser2]))
+        self.assertIn("base runs identical; series runs identical", md)
+        # 45 fragments: a frag_list of 44, -440 per datagram = -10 per sk_buff
+        self.assertIn("| 65507 | 45 | 44 | 6550700.0 | 6550260.0 | -440.0 | "
+                      "-10.0 | 1.000 |", md)
+        # one fragment: no list, no per-sk_buff figure
+        self.assertIn("| 1472 | 1 | 0 | 147200.0 | 146760.0 | -440.0 |  |", md)
+
+    def test_labels_keep_patch_runs_apart(self):
+        runs = [net.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
+                           100, 0, 0),
+                net.NetRun("bisect", "slub-net", 1, "p", 100, 195, 1000.0,
+                           100, 0, 0, "patch 33"),
+                net.NetRun("linux", "slub-net", 1, "s", 100, 190, 1000.0,
+                           100, 0, 0)]
+        md = net.markdown(runs, [], "./bulk net --at 33")
+        self.assertIn("| patch 33 | 1 | 100 | 195 | 1950.0 |", md)
+        self.assertIn("| patch 33 | 1950.0 | 1950.0 | 1950.0 | 0.00% |", md)
+        self.assertIn("series/base: 0.950 of the mean", md)
+
+
 class NetBoot(unittest.TestCase):
     def test_nic_only_for_net_configs(self):
         self.assertTrue(boot.has_nic("slub-net"))
