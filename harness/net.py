@@ -205,9 +205,17 @@ def check(r: NetRun, count: int) -> None:
                              r.tx_packets, r.tx_dropped, r.tx_errors), r.log)
 
 
+def run_tag(kind: str, count: int, label: str, run: int) -> str:
+    """The boot's log tag: runs at different patches share the bisect
+    tree's log names, so the patch goes into the tag."""
+    at = label.replace(" ", "") if label.startswith("patch") else ""
+    return "-".join(["net", kind, str(count)] + ([at] if at else [])
+                    + ["run%d" % run])
+
+
 def one(tree_name: str, config: str, run: int, count: int,
         label: str = "") -> NetRun:
-    tag = "net-pktgen-%d-run%d" % (count, run)
+    tag = run_tag("pktgen", count, label, run)
     res = boot.boot(config, tree_name, "exact", [], append(count), 600, tag=tag)
     assert res is not None
     with open(res.log, errors="replace") as f:
@@ -221,7 +229,7 @@ def one(tree_name: str, config: str, run: int, count: int,
 
 def one_udp(tree_name: str, label: str, config: str, run: int,
             count: int) -> UdpRun:
-    tag = "net-udp-%d-run%d" % (count, run)
+    tag = run_tag("udp", count, label, run)
     res = boot.boot(config, tree_name, "exact", [], udp_append(count), 600,
                     tag=tag)
     assert res is not None

@@ -140,6 +140,13 @@ class Udp(unittest.TestCase):
         # one fragment: no list, no per-sk_buff figure
         self.assertIn("| 1472 | 1 | 0 | 147200.0 | 146760.0 | -440.0 |  |", md)
 
+    def test_patch_runs_get_logs_of_their_own(self):
+        self.assertEqual(net.run_tag("udp", 1000, "series", 2), "net-udp-1000-run2")
+        self.assertEqual(net.run_tag("pktgen", 10, "patch 33", 1),
+                         "net-pktgen-10-patch33-run1")
+        self.assertNotEqual(net.run_tag("udp", 5, "patch 33", 1),
+                            net.run_tag("udp", 5, "patch 35", 1))
+
     def test_labels_keep_patch_runs_apart(self):
         runs = [net.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
                            100, 0, 0),
