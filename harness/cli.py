@@ -122,16 +122,27 @@ def parser() -> argparse.ArgumentParser:
                    help="packets per run (default 100000)")
     p.add_argument("--runs", type=int, default=5,
                    help="boots per kernel (default 5)")
-    p.add_argument("--debug-count", type=int, default=20000,
+    p.add_argument("--debug-count", type=int, default=net.DEFAULT_DEBUG_COUNT,
                    help="packets of the KASAN + lockdep run (default 20000)")
     p.add_argument("--no-debug", action="store_true",
                    help="skip the KASAN + lockdep run")
-    p.add_argument("--udp-count", type=int, default=1000,
+    p.add_argument("--clone-runs", type=int, default=net.DEFAULT_CLONE_RUNS,
+                   help="boots per kernel with clone_skb equal to --count: "
+                   "pktgen sends one sk_buff over and over, which prices "
+                   "the sk_buff's allocation and free (default 2; 0 skips)")
+    p.add_argument("--no-profile", action="store_true",
+                   help="skip the function-profiler run (slub-net-trace) "
+                   "that gives the slab allocator's share of a packet")
+    p.add_argument("--udp-count", type=int, default=net.DEFAULT_UDP_COUNT,
                    help="UDP datagrams of each size in the loopback "
                    "reassembly runs (default 1000; 0 skips them)")
     p.add_argument("--at", type=int, action="append", metavar="PATCH",
                    help="also measure the series at patch PATCH (1-based; "
                    "may repeat), built in the bisect worktree")
+    p.add_argument("--napi-cache", metavar="SIZE/BULK,...",
+                   help="instead: pktgen on the series with 6.1's NAPI skb "
+                   "cache sizes and with each SIZE/BULK given (e.g. "
+                   "32/16,128/16): results/net-napi-cache.md")
     p = sub.add_parser("report", help="re-render results/ (and the cover "
                        "letter's tables) from the last bench logs")
     bench_opts(p)

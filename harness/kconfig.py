@@ -42,6 +42,8 @@ CONFIG_SETS = {
     # The network runs (./bulk net): the benchmark config with virtio-net
     # and pktgen; the debug one with KASAN and lockdep.
     "slub-net": ["common", "hardening", "slub", "bench", "net"],
+    # ./bulk net's profile of the slab entry points (the slab share).
+    "slub-net-trace": ["common", "hardening", "slub", "bench", "net", "trace"],
     "slub-debug-net": ["common", "hardening", "slub", "debug", "slub-debug",
                        "net"],
 }

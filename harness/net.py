@@ -43,6 +43,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import time
 
 import base
@@ -52,7 +53,8 @@ import gitrepo
 import kbuild
 import packages
 import tree
-from common import BISECT_TREE, RESULTS, TREE, StageError, rel, say
+from common import (BISECT_TREE, RESULTS, TREE, StageError, need_tools, rel,
+                    say)
 
 BASE_TREE = "linux-base"
 CONFIG = "slub-net"
@@ -69,6 +71,26 @@ TSC_RE = re.compile(r"tsc: (?:Refined TSC clocksource calibration:|Detected) "
                     r"([\d.]+) MHz")
 STAT_RE = re.compile(r"cat /sys/class/net/%s/statistics/(\w+): (\d+)$" % DEV,
                      re.M)
+TRACING = "/sys/kernel/debug/tracing"
+PROFILE = TRACING + "/trace_stat/function0"
+PROFILE_RE = re.compile(r"^harness: cat %s:\s+(\w+)\s+(\d+)\s+([\d.]+) us"
+                        % re.escape(PROFILE), re.M)
+PROFILE_CONFIG = "slub-net-trace"
+# The slab allocator's entry points in 6.1 SLUB (mm/slub.c,
+# mm/slab_common.c), base and series alike.  One may run inside another
+# (an interrupt's free inside a timed allocation): graph-time is off, so a
+# call's time leaves out its profiled callees' and the times add up.
+SLAB_ENTRY = ("kmem_cache_alloc", "kmem_cache_alloc_lru",
+              "kmem_cache_alloc_node", "kmem_cache_free",
+              "kmem_cache_alloc_bulk", "kmem_cache_free_bulk", "__kmalloc",
+              "__kmalloc_node", "__kmalloc_node_track_caller",
+              "kmalloc_trace", "kmalloc_node_trace", "kfree")
+# What the profiler adds to each timed call is taken from a function of
+# known length that pktgen calls for every packet: skb_put(), whose usual
+# path is straight (its two branches go to a BUG()), runs a number of
+# instructions that calibration_body() counts in the profiled vmlinux.
+CALIBRATION = "skb_put"
+INSN_RE = re.compile(r"^\s*([0-9a-f]+):\t(\S+)[ \t]*(\S*).*$", re.M)
 UDP_RE = re.compile(r"^harness: udp size=(\d+) count=(\d+) tsc=(\d+)$", re.M)
 # Payloads of 1, 2, 9, 17, 18, 33 and 45 fragments at MTU 1500: frag_lists
 # of 0 (no list), 1, 8, 16, 17, 32 and 44 sk_buffs.
@@ -78,22 +100,137 @@ UDP_MTU = 1500
 UDP_TOLERANCE = 0.005
 
 
-def append(count: int) -> str:
+def append(count: int, clone: int = 0, profile: bool = False) -> str:
     """The command line that makes the init run pktgen and print its
-    result and the NIC's counters."""
+    result and the NIC's counters.  clone: pktgen's clone_skb, how many
+    times it sends one sk_buff before it allocates the next (0: never).
+    profile: ftrace's function profiler on the slab entry points (and
+    CALIBRATION) over the run, its table printed after."""
     w = ["/sys/class/net/%s/flags:0x1003" % DEV,
          "%s/kpktgend_0:rem_device_all" % PGDIR,
          "%s/kpktgend_0:add_device %s" % (PGDIR, DEV)]
     w += ["%s/%s:%s" % (PGDIR, DEV, c) for c in (
-        "count %d" % count, "pkt_size %d" % PKT_SIZE, "clone_skb 0",
+        "count %d" % count, "pkt_size %d" % PKT_SIZE, "clone_skb %d" % clone,
         "delay 0", "dst 10.0.0.2", "dst_mac 52:54:00:12:34:57")]
+    if profile:
+        # Each call's time without its profiled callees' (an interrupt's
+        # kfree() inside a timed allocation counts once).
+        w += ["%s/set_ftrace_filter:%s" % (TRACING, " ".join(
+            SLAB_ENTRY + (CALIBRATION,))),
+              "%s/options/graph-time:0" % TRACING,
+              "%s/function_profile_enabled:1" % TRACING]
     # pgctrl drops the last byte written (echo's newline): hence the space.
+    # Its write returns when pktgen has sent the count.
     w.append("%s/pgctrl:start " % PGDIR)
+    if profile:
+        # Off before the init reads the results: those reads allocate too.
+        w.append("%s/function_profile_enabled:0" % TRACING)
     cats = ["%s/%s" % (PGDIR, DEV)] + [
         "/sys/class/net/%s/statistics/%s" % (DEV, s)
         for s in ("tx_packets", "tx_dropped", "tx_errors")]
+    if profile:
+        cats.append(PROFILE)
     return " ".join(["harness.write=" + x.replace(" ", "%20") for x in w]
                     + ["harness.cat=" + c for c in cats])
+
+
+@dataclasses.dataclass
+class Profile:
+    """One profiled pktgen run: per function, calls and guest time."""
+    tree: str
+    label: str
+    log: str
+    packets: int
+    usec: int
+    tsc_mhz: float
+    # function -> (hits, microseconds, callees included)
+    funcs: dict[str, tuple[int, float]]
+    # CALIBRATION's instructions from its fentry call to its return
+    body: int = 0
+
+    def overhead(self) -> float:
+        """The profiler's own instructions inside each timed call: the
+        calibration function's time per call less its body."""
+        hits, us = self.funcs[CALIBRATION]
+        return us * self.tsc_mhz / hits - self.body
+
+    def calls(self, f: str) -> float:
+        return self.funcs.get(f, (0, 0.0))[0] / self.packets
+
+    def slab(self) -> float:
+        """Instructions per packet inside the slab entry points, the
+        profiler's overhead taken out."""
+        c = self.overhead()
+        return sum(us * self.tsc_mhz - hits * c for f, (hits, us)
+                   in self.funcs.items() if f in SLAB_ENTRY) / self.packets
+
+
+def straight_body(disasm: str, func: str) -> int:
+    """Instructions func runs from after its fentry call to its first ret
+    (included), from objdump -d output that starts at func; a StageError
+    unless that path is straight: no unconditional jump, and every
+    conditional one leaving it (its target past the ret or elsewhere)."""
+    insns = [(int(m.group(1), 16), m.group(2), m.group(3), m.group(0))
+             for m in INSN_RE.finditer(disasm)]
+    if not insns or not insns[0][1].startswith("call") or \
+            "<__fentry__>" not in insns[0][3]:
+        raise StageError("net", "%s does not start with a call to __fentry__ "
+                         "(is the kernel built with the function tracer?)"
+                         % func)
+    end = next((i for i, insn in enumerate(insns) if insn[1].startswith("ret")),
+               None)
+    if end is None:
+        raise StageError("net", "no ret in %s's first instructions" % func)
+    first, last = insns[0][0], insns[end][0]
+    for addr, op, arg, _line in insns[1:end]:
+        if op in ("jmp", "jmpq"):
+            raise StageError("net", "%s: a jmp at %x on its usual path; "
+                             "count its instructions by hand" % (func, addr))
+        if op.startswith("j"):
+            target = int(arg, 16) if re.fullmatch(r"[0-9a-f]+", arg) else -1
+            if first <= target <= last:
+                raise StageError("net", "%s: a branch at %x lands before its "
+                                 "ret: its path is not straight" % (func, addr))
+    return end
+
+
+def calibration_body(out: str) -> int:
+    """straight_body() of CALIBRATION in the vmlinux of O= dir out."""
+    vmlinux = os.path.join(out, "vmlinux")
+    need_tools("net", ["nm", "objdump"])
+    syms = subprocess.run(["nm", vmlinux], capture_output=True, text=True)
+    addr = next((line.split()[0] for line in syms.stdout.splitlines()
+                 if line.split()[2:3] == [CALIBRATION]), None)
+    if syms.returncode or addr is None:
+        raise StageError("net", "no symbol %s in %s" % (CALIBRATION, rel(vmlinux)))
+    start = int(addr, 16)
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn",
+                          "--start-address=0x%x" % start,
+                          "--stop-address=0x%x" % (start + 128), vmlinux],
+                         capture_output=True, text=True)
+    if dis.returncode:
+        raise StageError("net", "objdump of %s failed: %s" % (
+            CALIBRATION, dis.stderr.strip()))
+    text = dis.stdout.split("<%s>:" % CALIBRATION, 1)[-1]
+    return straight_body(text, CALIBRATION)
+
+
+def parse_profile(text: str, tree_name: str, label: str, log: str) -> Profile:
+    m = RESULT_RE.search(text)
+    tsc = TSC_RE.findall(text)
+    if not m or not tsc:
+        raise StageError("net", "%s profile: no pktgen result or TSC line in "
+                         "the log" % label, log)
+    funcs = {f: (int(h), float(t)) for f, h, t in PROFILE_RE.findall(text)}
+    if CALIBRATION not in funcs:
+        raise StageError("net", "%s profile: no %s line in %s (profiler "
+                         "off, or the function was not called?)" % (
+                             label, CALIBRATION, PROFILE), log)
+    if not any(f in funcs for f in SLAB_ENTRY):
+        raise StageError("net", "%s profile: no slab entry point in %s" % (
+            label, PROFILE), log)
+    return Profile(tree_name, label, log, int(m.group(4)), int(m.group(1)),
+                   float(tsc[-1]), funcs)
 
 
 def fragments(size: int, mtu: int = UDP_MTU) -> int:
@@ -206,17 +343,20 @@ def check(r: NetRun, count: int) -> None:
 
 
 def run_tag(kind: str, count: int, label: str, run: int) -> str:
-    """The boot's log tag: runs at different patches share the bisect
-    tree's log names, so the patch goes into the tag."""
-    at = label.replace(" ", "") if label.startswith("patch") else ""
+    """The boot's log tag: runs at different patches or with different
+    NAPI cache sizes share the bisect tree's log names, so the label goes
+    into the tag."""
+    at = "" if label in ("", "base", "series") else \
+        re.sub(r"[^A-Za-z0-9]+", "-", label).strip("-")
     return "-".join(["net", kind, str(count)] + ([at] if at else [])
                     + ["run%d" % run])
 
 
 def one(tree_name: str, config: str, run: int, count: int,
-        label: str = "") -> NetRun:
-    tag = run_tag("pktgen", count, label, run)
-    res = boot.boot(config, tree_name, "exact", [], append(count), 600, tag=tag)
+        label: str = "", clone: int = 0, kind: str = "pktgen") -> NetRun:
+    tag = run_tag(kind + "-clone" if clone else kind, count, label, run)
+    res = boot.boot(config, tree_name, "exact", [], append(count, clone), 600,
+                    tag=tag)
     assert res is not None
     with open(res.log, errors="replace") as f:
         r = parse(f.read(), tree_name, config, run, res.log)
@@ -273,9 +413,105 @@ def udp_markdown(runs: list[UdpRun]) -> list[str]:
     return md
 
 
+def clone_markdown(runs: list[NetRun], clones: list[NetRun]) -> list[str]:
+    """What allocating and freeing each packet's sk_buff costs: clone_skb 0
+    against pktgen sending one sk_buff over and over."""
+    if not clones:
+        return []
+    md = ["", "## The sk_buff's allocation and free, per packet", "",
+          "The same pktgen runs with `clone_skb` equal to the count: one "
+          "sk_buff, sent over and over, so that no packet allocates or "
+          "frees one. The difference of the minima bounds what a packet "
+          "spends allocating its sk_buff (shell and head from the slab "
+          "allocator, header set-up), filling it, and freeing it (release, "
+          "head kfree(), shell to the NAPI cache and from there "
+          "kmem_cache_free_bulk()): the slab allocator's share is part of "
+          "it.", "",
+          "| kernel | clone_skb 0, min | clone_skb count, runs | min | "
+          "allocate + fill + free, per packet (bound) | share of the packet |",
+          "|---|---:|---|---:|---:|---:|"]
+    for label in dict.fromkeys(r.name() for r in clones):
+        v0 = [r.instructions() for r in runs if r.name() == label]
+        v1 = [r.instructions() for r in clones if r.name() == label]
+        if not v0:
+            continue
+        d = min(v0) - min(v1)
+        md.append("| %s | %.1f | %s | %.1f | %.1f | %.1f%% |" % (
+            label, min(v0), " ".join("%.1f" % x for x in v1), min(v1), d,
+            100 * d / min(v0)))
+    return md
+
+
+def one_profile(tree_name: str, label: str, count: int) -> Profile:
+    body = calibration_body(kbuild.check_stamp(PROFILE_CONFIG, tree_name, "net"))
+    res = boot.boot(PROFILE_CONFIG, tree_name, "exact", [],
+                    append(count, profile=True), 600,
+                    tag=run_tag("pktgen-profile", count, label, 1))
+    assert res is not None
+    with open(res.log, errors="replace") as f:
+        text = f.read()
+    check(parse(text, tree_name, PROFILE_CONFIG, 1, res.log), count)
+    p = parse_profile(text, tree_name, label, res.log)
+    p.body = body
+    say("net %s profile: %.1f instructions per packet in the slab entry "
+        "points (profiler overhead %.1f per call)" % (label, p.slab(),
+                                                        p.overhead()))
+    return p
+
+
+def profile_markdown(runs: list[NetRun], profiles: list[Profile]) -> list[str]:
+    """The slab share of a packet, from the function profiler."""
+    if not profiles:
+        return []
+    md = ["", "## The slab allocator's share of a packet", "",
+          "One more pktgen run per kernel on `%s` (the same config plus "
+          "ftrace's function profiler, configs/trace.config), profiling the "
+          "slab entry points and `%s`. Calls are counted exactly. Each call's "
+          "time (entry to return, callees included, under -icount in "
+          "instructions) holds some of the profiler's own work: that "
+          "overhead is `%s`'s time per call less its own instructions "
+          "(counted in the profiled vmlinux: %s), and is taken out of every "
+          "call. The share is of the packet's minimum from the runs above "
+          "(the profiled kernel runs slower: its own figure is given "
+          "too)." % (PROFILE_CONFIG, CALIBRATION, CALIBRATION, ", ".join(
+              "%s %d" % (p.label, p.body) for p in profiles)), "",
+          "| calls per packet | " + " | ".join(p.label for p in profiles)
+          + " |", "|---|" + "---:|" * len(profiles)]
+    for f in SLAB_ENTRY:
+        if any(p.calls(f) for p in profiles):
+            md.append("| `%s` | %s |" % (f, " | ".join(
+                "%.3f" % p.calls(f) for p in profiles)))
+    rows = [("profiled packet, instructions", lambda p, m: "%.1f" % (
+                p.usec * p.tsc_mhz / p.packets)),
+            ("profiler overhead per call", lambda p, m: "%.1f" % p.overhead()),
+            ("in the slab entry points, per packet",
+             lambda p, m: "%.1f" % p.slab()),
+            ("packet (min of the runs above)",
+             lambda p, m: "%.1f" % m if m else ""),
+            ("slab share", lambda p, m: "%.1f%%" % (100 * p.slab() / m)
+             if m else "")]
+    for name, fmt in rows:
+        md.append("| %s | %s |" % (name, " | ".join(fmt(p, min(
+            (r.instructions() for r in runs if r.name() == p.label),
+            default=0.0)) for p in profiles)))
+    if len(profiles) == 2:
+        a, b = profiles
+        ma = min((r.instructions() for r in runs if r.name() == a.label),
+                 default=0.0)
+        mb = min((r.instructions() for r in runs if r.name() == b.label),
+                 default=0.0)
+        if ma and mb:
+            md += ["", "%s - %s: %+.1f instructions per packet in the slab "
+                   "entry points, %+.1f for the whole packet (minima)." % (
+                       b.label, a.label, b.slab() - a.slab(), mb - ma)]
+    return md
+
+
 def markdown(runs: list[NetRun], debug: list[NetRun], command: str,
              udp: list[UdpRun] | None = None,
-             udp_debug: list[UdpRun] | None = None) -> str:
+             udp_debug: list[UdpRun] | None = None,
+             clones: list[NetRun] | None = None,
+             profiles: list[Profile] | None = None) -> str:
     by_label: dict[str, list[float]] = {}
     for r in runs:
         by_label.setdefault(r.name(), []).append(r.instructions())
@@ -310,6 +546,8 @@ def markdown(runs: list[NetRun], debug: list[NetRun], command: str,
                "closest to the packet's own work. Run nothing else on the "
                "host meanwhile: a second QEMU beside it once made a run "
                "read 3281 instead of about 2040."]
+    md += clone_markdown(runs, clones or [])
+    md += profile_markdown(runs, profiles or [])
     md += udp_markdown(udp or [])
     for r in debug:
         md += ["", "Debug run (`%s`: KASAN, lockdep, slub_debug): %d packets "
@@ -321,24 +559,167 @@ def markdown(runs: list[NetRun], debug: list[NetRun], command: str,
     return "\n".join(md) + "\n"
 
 
+SKBUFF_C = os.path.join("net", "core", "skbuff.c")
+# The command's defaults (harness/cli.py uses them).
+DEFAULT_CLONE_RUNS = 2
+DEFAULT_UDP_COUNT = 1000
+DEFAULT_DEBUG_COUNT = 20000
+NAPI_DEFAULT = (64, 16)
+
+
+def parse_napi_cache(spec: str) -> list[tuple[int, int]]:
+    """--napi-cache SIZE/BULK[,SIZE/BULK...]: NAPI_SKB_CACHE_SIZE (an even
+    number, HALF being SIZE / 2) and NAPI_SKB_CACHE_BULK (1 to SIZE)."""
+    out = []
+    for item in spec.split(","):
+        m = re.fullmatch(r"(\d+)/(\d+)", item.strip())
+        if not m:
+            raise StageError("net", "--napi-cache: '%s' is not SIZE/BULK "
+                             "(e.g. 128/16)" % item)
+        size, bulk = int(m.group(1)), int(m.group(2))
+        if size < 2 or size % 2 or not 1 <= bulk <= size:
+            raise StageError("net", "--napi-cache: %d/%d: SIZE must be even "
+                             "and at least 2, BULK from 1 to SIZE" % (size, bulk))
+        if (size, bulk) in out:
+            raise StageError("net", "--napi-cache: %d/%d given twice" % (
+                size, bulk))
+        if (size, bulk) == NAPI_DEFAULT:
+            raise StageError("net", "--napi-cache: %d/%d is 6.1's own (the "
+                             "series column)" % NAPI_DEFAULT)
+        out.append((size, bulk))
+    return out
+
+
+def napi_source(text: str, size: int, bulk: int) -> str:
+    """net/core/skbuff.c with the NAPI skb cache's sizes set; each define
+    must be there exactly once (HALF is defined from SIZE in 6.1)."""
+    for name, value in (("NAPI_SKB_CACHE_SIZE", size),
+                        ("NAPI_SKB_CACHE_BULK", bulk)):
+        text, n = re.subn(r"^(#define\s+%s\s+)\d+$" % name,
+                          r"\g<1>%d" % value, text, flags=re.M)
+        if n != 1:
+            raise StageError("net", "%s: %d numeric definitions of %s, "
+                             "expected one" % (SKBUFF_C, n, name))
+    if not re.search(r"^#define\s+NAPI_SKB_CACHE_HALF\s+\(NAPI_SKB_CACHE_SIZE"
+                     r" / 2\)$", text, re.M):
+        raise StageError("net", "%s: NAPI_SKB_CACHE_HALF is no longer "
+                         "SIZE / 2" % SKBUFF_C)
+    return text
+
+
+def napi_markdown(runs: list[NetRun], command: str) -> str:
+    by_label: dict[str, list[float]] = {}
+    for r in runs:
+        by_label.setdefault(r.name(), []).append(r.instructions())
+    ref = by_label.get("series")
+    md = ["# NAPI skb cache sizes under pktgen through virtio-net", "",
+          "Produced by `%s`: the series at its tip, with 6.1's sizes "
+          "(`series`, %d/%d) and with each other SIZE/BULK (the bisect "
+          "worktree, net/core/skbuff.c edited and put back). Same workload "
+          "as results/net.md (exact mode, instructions per packet). TX "
+          "completion fills the cache and, when it holds SIZE sk_buffs, "
+          "frees SIZE / 2 of them with kmem_cache_free_bulk(); BULK is the "
+          "refill of napi_alloc_skb() and napi_build_skb(), which this "
+          "TX-only workload never calls." % ((command,) + NAPI_DEFAULT), "",
+          "| kernel | runs | min | mean | max | min vs series | mean vs "
+          "series |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, v in by_label.items():
+        md.append("| %s | %s | %.1f | %.1f | %.1f | %s | %s |" % (
+            label, " ".join("%.1f" % x for x in v), min(v),
+            statistics.mean(v), max(v),
+            "%+.1f" % (min(v) - min(ref)) if ref else "",
+            "%+.1f" % (statistics.mean(v) - statistics.mean(ref))
+            if ref else ""))
+    return "\n".join(md) + "\n"
+
+
+def napi_main(args: argparse.Namespace, variants: list[tuple[int, int]],
+              start: float) -> int:
+    """--napi-cache: the series with other NAPI skb cache sizes, each
+    against the same worktree unedited."""
+    tip = gitrepo.commits(TREE, "net")[-1]
+    # Checked on the commit before anything is built or booted.
+    committed = gitrepo.git(TREE, "net", "show", "%s:%s" % (tip, SKBUFF_C))
+    for v in [NAPI_DEFAULT] + variants:
+        napi_source(committed, *v)
+    gitrepo.worktree(TREE, BISECT_TREE, "net")
+    gitrepo.checkout(BISECT_TREE, tip, "net")
+    path = os.path.join(BISECT_TREE, SKBUFF_C)
+    with open(path) as f:
+        orig = f.read()
+    runs: list[NetRun] = []
+    try:
+        for v in [NAPI_DEFAULT] + variants:
+            label = "series" if v == NAPI_DEFAULT else "cache %d/%d" % v
+            with open(path, "w") as f:
+                f.write(napi_source(orig, *v))
+            kbuild.build(CONFIG, "bisect", label="%s %s" % (CONFIG, label))
+            for i in range(1, args.runs + 1):
+                runs.append(one("bisect", CONFIG, i, args.count, label,
+                                kind="pktgen-napi"))
+    finally:
+        with open(path, "w") as f:
+            f.write(orig)
+    command = "./bulk net --napi-cache %s --count %d --runs %d" % (
+        ",".join("%d/%d" % v for v in variants), args.count, args.runs)
+    md = napi_markdown(runs, command)
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(os.path.join(RESULTS, "net-napi-cache.md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(RESULTS, "net-napi-cache.json"), "w") as f:
+        json.dump({"command": command,
+                   "runs": [dataclasses.asdict(r) for r in runs]}, f, indent=1)
+    print(md)
+    say("net: results/net-napi-cache.md written; done in %dm%02ds" % divmod(
+        int(time.time() - start), 60))
+    say("net: logs %s" % ", ".join(rel(r.log) for r in runs))
+    return 0
+
+
+def check_options(args: argparse.Namespace) -> list[tuple[int, int]]:
+    """Option errors before anything runs; the NAPI cache variants."""
+    if args.runs < 1 or args.count < 1 or args.udp_count < 0 \
+            or args.clone_runs < 0 or args.debug_count < 1:
+        raise StageError("net", "--runs, --count and --debug-count take "
+                         "positive numbers, --udp-count and --clone-runs a "
+                         "positive number or 0")
+    if len(set(args.at or [])) != len(args.at or []):
+        raise StageError("net", "--at: a patch given twice")
+    if not args.napi_cache:
+        return []
+    others = [o for o, given in (
+        ("--at", bool(args.at)), ("--no-profile", args.no_profile),
+        ("--no-debug", args.no_debug),
+        ("--clone-runs", args.clone_runs != DEFAULT_CLONE_RUNS),
+        ("--udp-count", args.udp_count != DEFAULT_UDP_COUNT),
+        ("--debug-count", args.debug_count != DEFAULT_DEBUG_COUNT)) if given]
+    if others:
+        raise StageError("net", "--napi-cache runs pktgen only (--count, "
+                         "--runs): %s does not apply" % ", ".join(others))
+    return parse_napi_cache(args.napi_cache)
+
+
 def main(args: argparse.Namespace) -> int:
     start = time.time()
-    if args.runs < 1 or args.count < 1 or args.udp_count < 0:
-        raise StageError("net", "--runs and --count take positive numbers, "
-                         "--udp-count a positive number or 0")
+    variants = check_options(args)
     packages.setup()
     base.create()
     tree.create()
-    basetree.make()
-    runs: list[NetRun] = []
-    udp: list[UdpRun] = []
+    if variants:
+        return napi_main(args, variants, start)
     kernels = [(BASE_TREE, "base", None)]
     commits = gitrepo.commits(TREE, "net")
-    for n in args.at or []:
-        if not 1 <= n <= len(commits):
-            raise StageError("net", "--at %d: the series has patches 1 to %d"
-                             % (n, len(commits)))
+    for n in sorted(args.at or []):
+        if not 1 <= n < len(commits):
+            raise StageError("net", "--at %d: the series has patches 1 to %d, "
+                             "and %d is the series itself" % (
+                                 n, len(commits), len(commits)))
         kernels.append(("bisect", "patch %d" % n, commits[n - 1]))
+    basetree.make()
+    runs: list[NetRun] = []
+    clones: list[NetRun] = []
+    profiles: list[Profile] = []
+    udp: list[UdpRun] = []
     kernels.append(("linux", "series", None))
     for tr, label, commit in kernels:
         if commit:
@@ -347,6 +728,12 @@ def main(args: argparse.Namespace) -> int:
         kbuild.build(CONFIG, tr, label="%s %s" % (CONFIG, label))
         for i in range(1, args.runs + 1):
             runs.append(one(tr, CONFIG, i, args.count, label))
+        for i in range(1, args.clone_runs + 1):
+            clones.append(one(tr, CONFIG, i, args.count, label, args.count))
+        if not args.no_profile and not commit:
+            kbuild.build(PROFILE_CONFIG, tr, label="%s %s" % (PROFILE_CONFIG,
+                                                               label))
+            profiles.append(one_profile(tr, label, args.count))
         if args.udp_count:
             pair = [one_udp(tr, label, CONFIG, i, args.udp_count)
                     for i in (1, 2)]
@@ -361,23 +748,28 @@ def main(args: argparse.Namespace) -> int:
         if args.udp_count:
             udp_debug.append(one_udp("linux", "series", DEBUG_CONFIG, 1,
                                      DEBUG_UDP_COUNT))
-    command = "./bulk net --count %d --runs %d --udp-count %d%s%s" % (
-        args.count, args.runs, args.udp_count,
-        "".join(" --at %d" % n for n in args.at or []),
+    command = "./bulk net --count %d --runs %d --clone-runs %d --udp-count " \
+        "%d%s%s" % (
+        args.count, args.runs, args.clone_runs, args.udp_count,
+        "".join(" --at %d" % n for n in args.at or [])
+        + (" --no-profile" if args.no_profile else ""),
         " --no-debug" if args.no_debug else
         " --debug-count %d" % args.debug_count)
-    md = markdown(runs, debug, command, udp, udp_debug)
+    md = markdown(runs, debug, command, udp, udp_debug, clones, profiles)
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "net.md"), "w") as f:
         f.write(md)
     with open(os.path.join(RESULTS, "net.json"), "w") as f:
         json.dump({"command": command,
                    "runs": [dataclasses.asdict(r) for r in runs + debug],
+                   "clone_runs": [dataclasses.asdict(r) for r in clones],
+                   "profiles": [dataclasses.asdict(p) for p in profiles],
                    "udp": [dataclasses.asdict(r) for r in udp + udp_debug]},
                   f, indent=1)
     print(md)
     say("net: results/net.md written; done in %dm%02ds" % divmod(
         int(time.time() - start), 60))
     say("net: logs %s" % ", ".join(rel(r.log) for r in
-                                   list(runs + debug) + list(udp + udp_debug)))
+                                   list(runs + clones + debug)
+                                   + list(udp + udp_debug) + list(profiles)))
     return 0

@@ -27,8 +27,8 @@
  *
  * Built with -DHARNESS_SHELL (./bulk boot --shell, which also packs a static
  * busybox), it runs /bin/sh on the console once the modules are loaded and
- * ends QEMU when the shell exits.  Without it, the program is as it always
- * was: the initramfs of every measured boot stays the same.
+ * ends QEMU when the shell exits.  Without it, no shell: what a measured
+ * boot runs is what its command line asks for.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -145,12 +145,25 @@ static void module_params(const char *mod, char *buf, size_t len)
 	}
 }
 
+/*
+ * Writes all of value, in as many write() calls as the file takes: some
+ * take one word per call (ftrace's set_ftrace_filter, for one).
+ */
 static int write_file(const char *path, const char *value)
 {
 	int fd = open(path, O_WRONLY), ret = 0;
+	size_t done = 0, len = strlen(value);
 
-	if (fd < 0 || write(fd, value, strlen(value)) < 0) {
-		say("write %s failed: %s (%d)", path, strerror(errno), errno);
+	while (fd >= 0 && done < len) {
+		ssize_t n = write(fd, value + done, len - done);
+
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	if (fd < 0 || done < len) {
+		say("write %s failed after %zu of %zu bytes: %s (%d)", path,
+		    done, len, strerror(errno), errno);
 		ret = 1;
 	}
 	if (fd >= 0)

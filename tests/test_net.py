@@ -4,6 +4,7 @@ import unittest
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import boot
+import cli
 import net
 import tables
 from common import StageError
@@ -69,6 +70,20 @@ class NetParse(unittest.TestCase):
         self.assertIn("harness.cat=/proc/net/pktgen/eth0", a)
         # the link goes up before pktgen starts
         self.assertLess(a.index("/sys/class/net/eth0/flags"), a.index("pgctrl"))
+
+    def test_clone(self):
+        self.assertIn("clone_skb%200", net.append(10))
+        self.assertIn("eth0:clone_skb%2010", net.append(10, 10))
+
+    def test_clone_markdown(self):
+        runs = [net.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
+                           100, 0, 0) for i, u in ((1, 200), (2, 210))]
+        clones = [net.NetRun("linux-base", "slub-net", i, "c", 100, u, 1000.0,
+                             100, 0, 0) for i, u in ((1, 150), (2, 151))]
+        md = "\n".join(net.clone_markdown(runs, clones))
+        self.assertIn("| base | 2000.0 | 1500.0 1510.0 | 1500.0 | 500.0 | "
+                      "25.0% |", md)
+        self.assertEqual(net.clone_markdown(runs, []), [])
 
     def test_markdown(self):
         runs = [net.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
@@ -143,7 +158,9 @@ class Udp(unittest.TestCase):
     def test_patch_runs_get_logs_of_their_own(self):
         self.assertEqual(net.run_tag("udp", 1000, "series", 2), "net-udp-1000-run2")
         self.assertEqual(net.run_tag("pktgen", 10, "patch 33", 1),
-                         "net-pktgen-10-patch33-run1")
+                         "net-pktgen-10-patch-33-run1")
+        self.assertEqual(net.run_tag("pktgen", 10, "cache 128/16", 1),
+                         "net-pktgen-10-cache-128-16-run1")
         self.assertNotEqual(net.run_tag("udp", 5, "patch 33", 1),
                             net.run_tag("udp", 5, "patch 35", 1))
 
@@ -158,6 +175,166 @@ class Udp(unittest.TestCase):
         self.assertIn("| patch 33 | 1 | 100 | 195 | 1950.0 |", md)
         self.assertIn("| patch 33 | 1950.0 | 1950.0 | 1950.0 | 0.00% |", md)
         self.assertIn("series/base: 0.950 of the mean", md)
+
+
+SKBUFF = """\
+#define NAPI_SKB_CACHE_SIZE\t64
+#define NAPI_SKB_CACHE_BULK\t16
+#define NAPI_SKB_CACHE_HALF\t(NAPI_SKB_CACHE_SIZE / 2)
+"""
+
+
+class NapiCache(unittest.TestCase):
+    def test_parse(self):
+        self.assertEqual(net.parse_napi_cache("32/16,128/32"), [(32, 16), (128, 32)])
+
+    def test_bad_specs(self):
+        for bad in ("128", "128/0", "33/16", "16/32", "64/16", "a/b", "0/0"):
+            with self.assertRaises(StageError, msg=bad):
+                net.parse_napi_cache(bad)
+
+    def test_source(self):
+        out = net.napi_source(SKBUFF, 128, 32)
+        self.assertIn("#define NAPI_SKB_CACHE_SIZE\t128\n", out)
+        self.assertIn("#define NAPI_SKB_CACHE_BULK\t32\n", out)
+        self.assertIn("(NAPI_SKB_CACHE_SIZE / 2)", out)
+
+    def test_source_that_moved_is_refused(self):
+        for text in (SKBUFF.replace("SIZE\t64", "SIZE\t(64)"),
+                     SKBUFF + "#define NAPI_SKB_CACHE_BULK\t8\n",
+                     SKBUFF.replace("(NAPI_SKB_CACHE_SIZE / 2)", "32")):
+            with self.assertRaises(StageError):
+                net.napi_source(text, 128, 16)
+
+    def test_markdown(self):
+        runs = [net.NetRun("linux", "slub-net", i, "s", 100, u, 1000.0, 100,
+                           0, 0, "series") for i, u in ((1, 200), (2, 204))]
+        runs += [net.NetRun("bisect", "slub-net", 1, "v", 100, 199, 1000.0,
+                            100, 0, 0, "cache 128/16")]
+        md = net.napi_markdown(runs, "./bulk net --napi-cache 128/16")
+        self.assertIn("| series | 2000.0 2040.0 | 2000.0 | 2020.0 | 2040.0 | "
+                      "+0.0 | +0.0 |", md)
+        self.assertIn("| cache 128/16 | 1990.0 | 1990.0 | 1990.0 | 1990.0 | "
+                      "-10.0 | -30.0 |", md)
+
+
+PROF = "harness: cat %s:" % net.PROFILE
+PROFILE_LOG = LOG.replace("harness: status=0\n", "") + "\n".join([
+    PROF + "   Function                               Hit    Time            Avg             s^2",
+    PROF + "   --------                               ---    ----            ---             ---",
+    PROF + "   kmem_cache_alloc_node                100000    10000.000 us     0.100 us        0.001 us",
+    PROF + "   kfree                                100000    9000.000 us     0.090 us        0.001 us",
+    PROF + "   skb_put                              300000    15000.000 us     0.050 us        0.000 us",
+    PROF + "   kmem_cache_free_bulk                   3125    1000.000 us     0.320 us        0.001 us",
+    "harness: status=0", ""])
+
+
+class SlabShare(unittest.TestCase):
+    def test_parse_and_overhead(self):
+        p = net.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
+        self.assertEqual(p.funcs["kfree"], (100000, 9000.0))
+        self.assertEqual(p.packets, 100000)
+        self.assertAlmostEqual(p.calls("kmem_cache_free_bulk"), 0.03125)
+        self.assertEqual(p.calls("kmem_cache_alloc_bulk"), 0)
+        # skb_put: 50 instructions per call (us x MHz), less its body
+        p.body = 12
+        c = 15000.0 * 999.993 / 300000 - 12
+        self.assertAlmostEqual(p.overhead(), c)
+        # the calibration function itself is not slab time
+        slab = ((10000 + 9000 + 1000) * 999.993 - (200000 + 3125) * c) / 100000
+        self.assertAlmostEqual(p.slab(), slab)
+
+    def test_durations_as_the_kernel_prints_them(self):
+        # trace_print_graph_duration(): fewer decimals as the time grows
+        log = PROFILE_LOG.replace("10000.000 us", "12345.67 us").replace(
+            "9000.000 us", "1234567 us")
+        p = net.parse_profile(log, "linux", "series", "p.log")
+        self.assertEqual(p.funcs["kmem_cache_alloc_node"], (100000, 12345.67))
+        self.assertEqual(p.funcs["kfree"], (100000, 1234567.0))
+
+    def test_profiler_stops_before_the_results_are_read(self):
+        a = net.append(10, profile=True)
+        self.assertIn("options/graph-time:0", a)
+        self.assertLess(a.index("pgctrl"), a.index("function_profile_enabled:0"))
+        self.assertLess(a.index("function_profile_enabled:0"),
+                        a.index("harness.cat="))
+
+    def test_no_calibration_line(self):
+        with self.assertRaises(StageError) as cm:
+            net.parse_profile(PROFILE_LOG.replace("skb_put ", "skb_push "),
+                              "linux", "series", "p.log")
+        self.assertIn("skb_put", str(cm.exception))
+        self.assertEqual(cm.exception.log, "p.log")
+
+    def test_append_profiles_before_pktgen_starts(self):
+        a = net.append(10, profile=True)
+        self.assertLess(a.index("function_profile_enabled:1"), a.index("pgctrl"))
+        self.assertLess(a.index("set_ftrace_filter"), a.index("function_profile_enabled"))
+        self.assertIn("harness.cat=" + net.PROFILE, a)
+        self.assertNotIn("set_ftrace_filter", net.append(10))
+
+    def test_markdown(self):
+        p = net.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
+        runs = [net.NetRun("linux", "slub-net", 1, "s", 100000, 200000, 1000.0,
+                           100000, 0, 0)]
+        md = "\n".join(net.profile_markdown(runs, [p]))
+        self.assertIn("| `kmem_cache_free_bulk` | 0.031 |", md)
+        self.assertNotIn("kmem_cache_alloc_bulk", md)
+        self.assertIn("| slab share | %.1f%% |" % (100 * p.slab() / 2000.0), md)
+
+
+SKB_PUT = """
+ffffffff81233210 <skb_put>:
+ffffffff81233210:\tcall   ffffffff81034e20 <__fentry__>
+ffffffff81233215:\tmov    0xac(%rdi),%eax
+ffffffff8123321b:\tmov    0x6c(%rdi),%ecx
+ffffffff81233228:\ttest   %ecx,%ecx
+ffffffff8123322a:\tjne    ffffffff81233244 <skb_put+0x34>
+ffffffff8123322c:\tadd    %esi,%edx
+ffffffff8123323d:\tjb     ffffffff813361f1 <skb_put.cold>
+ffffffff81233243:\tret
+ffffffff81233244:\tud2
+"""
+
+
+class Calibration(unittest.TestCase):
+    def test_straight_path(self):
+        # five instructions and the ret after the fentry call
+        self.assertEqual(net.straight_body(SKB_PUT, "skb_put"), 7)
+
+    def test_older_mnemonics(self):
+        old = SKB_PUT.replace("call ", "callq").replace("\tret", "\tretq")
+        self.assertEqual(net.straight_body(old, "skb_put"), 7)
+        with self.assertRaises(StageError):
+            net.straight_body(old.replace("jb     ", "jmpq   "), "skb_put")
+
+    def test_paths_that_are_not_straight(self):
+        for old, new in (
+                ("jne    ffffffff81233244", "jne    ffffffff8123322c"),
+                ("jb     ffffffff813361f1", "jmp    ffffffff813361f1"),
+                ("call   ffffffff81034e20 <__fentry__>", "nop"),
+                ("ret", "int3")):
+            with self.assertRaises(StageError, msg=new):
+                net.straight_body(SKB_PUT.replace(old, new), "skb_put")
+
+
+class Options(unittest.TestCase):
+    def check(self, *argv):
+        return net.check_options(cli.parser().parse_args(["net"] + list(argv)))
+
+    def test_defaults(self):
+        self.assertEqual(self.check(), [])
+        self.assertEqual(self.check("--napi-cache", "128/16"), [(128, 16)])
+
+    def test_bad_options_fail_before_anything_runs(self):
+        for argv in (["--runs", "0"], ["--udp-count", "-1"],
+                     ["--clone-runs", "-1"], ["--at", "33", "--at", "33"],
+                     ["--napi-cache", "32/16,32/16"],
+                     ["--napi-cache", "128/16", "--at", "33"],
+                     ["--napi-cache", "128/16", "--udp-count", "5"],
+                     ["--napi-cache", "128/16", "--no-profile"]):
+            with self.assertRaises(StageError, msg=" ".join(argv)):
+                self.check(*argv)
 
 
 class NetBoot(unittest.TestCase):
