@@ -139,6 +139,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--at", type=int, action="append", metavar="PATCH",
                    help="also measure the series at patch PATCH (1-based; "
                    "may repeat), built in the bisect worktree")
+    p.add_argument("--report", action="store_true",
+                   help="only re-render results/net.md from results/net.json")
     p.add_argument("--napi-cache", metavar="SIZE/BULK,...",
                    help="instead: pktgen on the series with 6.1's NAPI skb "
                    "cache sizes and with each SIZE/BULK given (e.g. "

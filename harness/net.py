@@ -10,9 +10,11 @@ and runs pktgen through /proc/net/pktgen (harness.write): COUNT UDP
 packets of 64 bytes with clone_skb 0, so that every packet allocates its
 sk_buff (pktgen's __netdev_alloc_skb(): the shell from skbuff_head_cache,
 the head from kmalloc()) and the driver frees it.  virtio-net's TX
-completion runs in NAPI (napi_tx, on by default in 6.1): it frees the
-sent sk_buffs with napi_consume_skb(), whose NAPI skb cache returns them
-to the slab allocator with kmem_cache_free_bulk() 32 at a time.  Then the
+completion runs in NAPI (napi_tx, on by default in 6.1): its poll frees
+the sent sk_buffs with napi_consume_skb(), whose NAPI skb cache returns
+them to the slab allocator with kmem_cache_free_bulk() 32 at a time; but
+start_xmit() also reaps finished buffers before queueing more, and frees
+those one at a time (napi_consume_skb() with a budget of 0).  Then the
 init prints pktgen's result, which gives the run's guest time; under
 -icount the guest clock counts retired instructions, so the time over
 the packets is instructions per packet (scaled by the guest's TSC
@@ -143,7 +145,7 @@ class Profile:
     packets: int
     usec: int
     tsc_mhz: float
-    # function -> (hits, microseconds, callees included)
+    # function -> (hits, microseconds, callees included but profiled ones)
     funcs: dict[str, tuple[int, float]]
     # CALIBRATION's instructions from its fentry call to its return
     body: int = 0
@@ -467,14 +469,20 @@ def profile_markdown(runs: list[NetRun], profiles: list[Profile]) -> list[str]:
           "One more pktgen run per kernel on `%s` (the same config plus "
           "ftrace's function profiler, configs/trace.config), profiling the "
           "slab entry points and `%s`. Calls are counted exactly. Each call's "
-          "time (entry to return, callees included, under -icount in "
-          "instructions) holds some of the profiler's own work: that "
+          "time (entry to return, under -icount in instructions; what "
+          "it calls included, except the profiled functions' own time, "
+          "graph-time being off) holds some of the profiler's own work: that "
           "overhead is `%s`'s time per call less its own instructions "
           "(counted in the profiled vmlinux: %s), and is taken out of every "
-          "call. The share is of the packet's minimum from the runs above "
+          "call. Interrupt work that lands in a timed call stays in it, "
+          "in `%s`'s as in the others': the calibration moves by a few "
+          "instructions from run to run, and per-call differences of that "
+          "size are within the method. The share is of the packet's "
+          "minimum from the runs above "
           "(the profiled kernel runs slower: its own figure is given "
           "too)." % (PROFILE_CONFIG, CALIBRATION, CALIBRATION, ", ".join(
-              "%s %d" % (p.label, p.body) for p in profiles)), "",
+              "%s %d" % (p.label, p.body) for p in profiles),
+                     CALIBRATION), "",
           "| calls per packet | " + " | ".join(p.label for p in profiles)
           + " |", "|---|" + "---:|" * len(profiles)]
     for f in SLAB_ENTRY:
@@ -616,9 +624,13 @@ def napi_markdown(runs: list[NetRun], command: str) -> str:
           "Produced by `%s`: the series at its tip, with 6.1's sizes "
           "(`series`, %d/%d) and with each other SIZE/BULK (the bisect "
           "worktree, net/core/skbuff.c edited and put back). Same workload "
-          "as results/net.md (exact mode, instructions per packet). TX "
-          "completion fills the cache and, when it holds SIZE sk_buffs, "
-          "frees SIZE / 2 of them with kmem_cache_free_bulk(); BULK is the "
+          "as results/net.md (exact mode, instructions per packet). "
+          "virtio-net frees a sent sk_buff in one of two places: its TX NAPI "
+          "poll, through napi_consume_skb() into the cache, which frees SIZE "
+          "/ 2 shells with kmem_cache_free_bulk() when it holds SIZE; or "
+          "start_xmit(), which reaps finished buffers before queueing more "
+          "and frees them one at a time (napi_consume_skb() with a budget "
+          "of 0). results/net.md's profile gives the split. BULK is the "
           "refill of napi_alloc_skb() and napi_build_skb(), which this "
           "TX-only workload never calls." % ((command,) + NAPI_DEFAULT), "",
           "| kernel | runs | min | mean | max | min vs series | mean vs "
@@ -699,7 +711,38 @@ def check_options(args: argparse.Namespace) -> list[tuple[int, int]]:
     return parse_napi_cache(args.napi_cache)
 
 
+def rerender() -> int:
+    """--report: results/net.md again from results/net.json (the text as
+    this harness writes it, the figures of the run that wrote the JSON)."""
+    path = os.path.join(RESULTS, "net.json")
+    try:
+        with open(path) as f:
+            d = json.load(f)
+        runs = [NetRun(**r) for r in d["runs"]]
+        for u in d.get("udp", []):
+            # JSON object keys are strings
+            u["ticks"] = {int(k): v for k, v in u["ticks"].items()}
+        md = markdown([r for r in runs if r.config == CONFIG],
+                      [r for r in runs if r.config == DEBUG_CONFIG],
+                      d["command"],
+                      [UdpRun(**u) for u in d.get("udp", [])
+                       if u["count"] != DEBUG_UDP_COUNT],
+                      [UdpRun(**u) for u in d.get("udp", [])
+                       if u["count"] == DEBUG_UDP_COUNT],
+                      [NetRun(**r) for r in d.get("clone_runs", [])],
+                      [Profile(**p) for p in d.get("profiles", [])])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise StageError("net", "cannot re-render from %s: %s" % (
+            rel(path), e)) from None
+    with open(os.path.join(RESULTS, "net.md"), "w") as f:
+        f.write(md)
+    say("net: results/net.md re-rendered from %s" % rel(path))
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
+    if args.report:
+        return rerender()
     start = time.time()
     variants = check_options(args)
     packages.setup()

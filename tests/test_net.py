@@ -337,6 +337,43 @@ class Options(unittest.TestCase):
                 self.check(*argv)
 
 
+class Rerender(unittest.TestCase):
+    def test_from_json(self):
+        import dataclasses
+        import json
+        import os
+        from common import RESULTS
+        runs = [net.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
+                           100, 0, 0, "base"),
+                net.NetRun("linux", "slub-debug-net", 1, "d", 100, 900, 1000.0,
+                           100, 0, 0, "series")]
+        udp = net.parse_udp(UDP_LOG, "linux-base", "base", 1, "u", 10)
+        prof = net.parse_profile(PROFILE_LOG, "linux-base", "base", "p")
+        prof.body = 12
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(os.path.join(RESULTS, "net.json"), "w") as f:
+            json.dump({"command": "./bulk net",
+                       "runs": [dataclasses.asdict(r) for r in runs],
+                       "udp": [dataclasses.asdict(udp)],
+                       "profiles": [dataclasses.asdict(prof)]}, f)
+        net.rerender()
+        with open(os.path.join(RESULTS, "net.md")) as f:
+            md = f.read()
+        self.assertIn("| base | 1 | 100 | 200 | 2000.0 |", md)
+        self.assertIn("Debug run (`slub-debug-net`", md)
+        self.assertIn("| 65507 | 45 | 44 | 6550700.0 |", md)
+        self.assertIn("| `kfree` | 1.000 |", md)
+
+    def test_no_json(self):
+        import os
+        from common import RESULTS
+        path = os.path.join(RESULTS, "net.json")
+        if os.path.exists(path):
+            os.remove(path)
+        with self.assertRaises(StageError):
+            net.rerender()
+
+
 class NetBoot(unittest.TestCase):
     def test_nic_only_for_net_configs(self):
         self.assertTrue(boot.has_nic("slub-net"))
