@@ -369,6 +369,38 @@ def one(tree_name: str, config: str, run: int, count: int,
     return r
 
 
+def udp_plot(runs: list[UdpRun], path: str) -> None:
+    """PNG of instructions per fragment against the datagram's fragments,
+    one line per kernel (the first run of each)."""
+    first: dict[str, UdpRun] = {}
+    for r in runs:
+        first.setdefault(r.label, r)
+    if not first:
+        return
+    need_tools("net", ["gnuplot"])
+    dat = path[:-4] + ".dat"
+    with open(dat, "w") as f:
+        for size in UDP_SIZES:
+            f.write("%d %s\n" % (fragments(size), " ".join(
+                "%.2f" % (r.per_datagram(size) / fragments(size))
+                for r in first.values())))
+    script = ("set terminal pngcairo size 900,540 noenhanced\n"
+              "set output '%s'\nset title 'UDP over loopback at MTU %d, reassembled: the "
+              "frag_list freed by kfree_skb_list()'\n"
+              "set xlabel 'IP fragments per datagram (frag_list: one less)'\n"
+              "set ylabel 'instructions per fragment (whole path)'\n"
+              "set grid\nset key top right\nplot %s\n" % (
+                  path, UDP_MTU, ", ".join(
+                      "'%s' u 1:%d w lp t '%s'" % (dat if i == 0 else "",
+                                                   i + 2, label)
+                      for i, label in enumerate(first))))
+    p = subprocess.run(["gnuplot"], input=script, capture_output=True,
+                       text=True)
+    os.remove(dat)
+    if p.returncode != 0:
+        raise StageError("net", "gnuplot failed", detail=p.stderr)
+
+
 def one_udp(tree_name: str, label: str, config: str, run: int,
             count: int) -> UdpRun:
     tag = run_tag("udp", count, label, run)
@@ -557,6 +589,8 @@ def markdown(runs: list[NetRun], debug: list[NetRun], command: str,
     md += clone_markdown(runs, clones or [])
     md += profile_markdown(runs, profiles or [])
     md += udp_markdown(udp or [])
+    if udp:
+        md += ["", "![instructions per fragment](net-udp.png)"]
     for r in debug:
         md += ["", "Debug run (`%s`: KASAN, lockdep, slub_debug): %d packets "
                "sent, %d dropped, no splat." % (r.config, r.tx_packets,
@@ -736,7 +770,10 @@ def rerender() -> int:
             rel(path), e)) from None
     with open(os.path.join(RESULTS, "net.md"), "w") as f:
         f.write(md)
-    say("net: results/net.md re-rendered from %s" % rel(path))
+    udp_plot([UdpRun(**u) for u in d.get("udp", [])
+              if u["count"] != DEBUG_UDP_COUNT],
+             os.path.join(RESULTS, "net-udp.png"))
+    say("net: results/net.md and net-udp.png re-rendered from %s" % rel(path))
     return 0
 
 
@@ -802,6 +839,7 @@ def main(args: argparse.Namespace) -> int:
     os.makedirs(RESULTS, exist_ok=True)
     with open(os.path.join(RESULTS, "net.md"), "w") as f:
         f.write(md)
+    udp_plot(udp, os.path.join(RESULTS, "net-udp.png"))
     with open(os.path.join(RESULTS, "net.json"), "w") as f:
         json.dump({"command": command,
                    "runs": [dataclasses.asdict(r) for r in runs + debug],

@@ -364,6 +364,18 @@ class Rerender(unittest.TestCase):
         self.assertIn("| 65507 | 45 | 44 | 6550700.0 |", md)
         self.assertIn("| `kfree` | 1.000 |", md)
 
+    def test_udp_plot(self):
+        import os
+        from common import RESULTS
+        os.makedirs(RESULTS, exist_ok=True)
+        path = os.path.join(RESULTS, "udp-test.png")
+        runs = [net.parse_udp(UDP_LOG, t, l, 1, "u", 10)
+                for t, l in (("linux-base", "base"), ("linux", "series"))]
+        net.udp_plot(runs, path)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertFalse(os.path.exists(path[:-4] + ".dat"))
+
     def test_no_json(self):
         import os
         from common import RESULTS
