@@ -433,8 +433,8 @@ def udp_markdown(runs: list[UdpRun]) -> list[str]:
                   else "within %.1f%%" % (100 * UDP_TOLERANCE))
                   for l in labels)), "",
           "| payload bytes | fragments | frag_list | " +
-          " | ".join(labels) + " | %s - %s | per frag_list sk_buff | "
-          "%s/%s |" % (labels[-1], labels[0], labels[-1], labels[0]),
+          " | ".join(labels) + " | %s - %s | (%s - %s) / frag_list | "
+          "%s/%s |" % ((labels[-1], labels[0]) * 3),
           "|---:|---:|---:|" + "---:|" * (len(labels) + 3)]
     for size in UDP_SIZES:
         f = fragments(size)
