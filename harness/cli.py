@@ -12,6 +12,7 @@ from types import FrameType
 
 import base
 import bench
+import bench_each
 import boot
 import export
 import kbuild
@@ -92,6 +93,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--append", default="", help="extra kernel command line")
     sub.add_parser("kunit-each", help="the contract suite at every patch "
                    "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
+    p = sub.add_parser("bench-each", help="the benchmark at every patch that "
+                       "can move it: results/bench-each-ALLOC.md")
+    p.add_argument("--alloc", default="slub",
+                   help="one of %s (default slub)" % ",".join(bench_each.ALLOCS))
+    p.add_argument("--tests", default=bench_each.DEFAULT_TESTS,
+                   help="test letters among abcdeg (default %s)"
+                   % bench_each.DEFAULT_TESTS)
+    p.add_argument("--from", dest="first", type=int, default=1,
+                   help="first patch number to boot (the first patch with "
+                   "the module is always booted)")
+    p.add_argument("--to", dest="last", type=int, default=None,
+                   help="last patch number to boot (default: the tip)")
+    p.add_argument("--report", action="store_true",
+                   help="only re-render the .md from results/bench-each-ALLOC.json")
     p = sub.add_parser("test", help="the test command (README); CI runs it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="step groups, in the order they run:\n" + "\n".join(
@@ -176,6 +191,8 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.cmd == "kunit":
         return 0 if kunit.run(kunit.KunitRun(args.config, args.mode, args.append),
                               args.tree).ok else 1
+    elif args.cmd == "bench-each":
+        return bench_each.main(args)
     elif args.cmd == "kunit-each":
         return 1 if kunit_each.each_patch() else 0
     elif args.cmd == "test":

@@ -29,9 +29,12 @@ def bench_append(tests: str, quick: bool, mode: str = "exact") -> str:
     return s
 
 
-def bench_tag(tests: str, quick: bool, mode: str, run: int | None = None) -> str:
-    return "bench-%s-%s%s%s" % (mode, tests, "-quick" if quick else "",
-                                "-run%d" % run if run else "")
+def bench_tag(tests: str, quick: bool, mode: str, run: int | None = None,
+              suffix: str = "") -> str:
+    """@suffix keeps apart boots of one tree at different commits
+    (./bulk bench-each)."""
+    return "bench-%s-%s%s%s%s" % (mode, tests, "-quick" if quick else "",
+                                  "-run%d" % run if run else "", suffix)
 
 
 def mode_runs(mode: str) -> list[int | None]:
@@ -51,8 +54,9 @@ def runs(tests: str) -> list[tuple[str, str]]:
 
 
 def load_run(alloc: str, tree: str, letters: str, quick: bool, mode: str,
-             run: int | None = None) -> Run:
-    log = boot.log_file(tree, alloc, bench_tag(letters, quick, mode, run))
+             run: int | None = None, suffix: str = "") -> Run:
+    log = boot.log_file(tree, alloc, bench_tag(letters, quick, mode, run,
+                                               suffix))
     if not os.path.exists(log):
         raise StageError("report", "no benchmark log %s: run ./bulk bench with "
                          "the same options first" % log)
@@ -67,15 +71,17 @@ def load_run(alloc: str, tree: str, letters: str, quick: bool, mode: str,
 
 def run_bench(config: str, tree: str, tests: str, quick: bool,
               mode: str = "exact", timeout: int = 1200,
-              run: int | None = None) -> Run:
+              run: int | None = None, suffix: str = "") -> Run:
     """Boot with the module; returns the parsed result.  @run numbers the
-    repeated boots of smp mode (their logs are kept apart)."""
+    repeated boots of smp mode (their logs are kept apart), as @suffix
+    does a tree's boots at different commits."""
+    tag = bench_tag(tests, quick, mode, run, suffix)
     boot.boot(config, tree, mode, [BENCH_MODULE], bench_append(tests, quick, mode),
-              timeout=timeout, tag=bench_tag(tests, quick, mode, run))
-    parsed = load_run(config, tree, tests, quick, mode, run)
+              timeout=timeout, tag=tag)
+    parsed = load_run(config, tree, tests, quick, mode, run, suffix)
     if not parsed.done:
         raise StageError("bench", "benchmark did not print its end marker",
-                         boot.log_file(tree, config, bench_tag(tests, quick, mode, run)))
+                         boot.log_file(tree, config, tag))
     return parsed
 
 

@@ -1,0 +1,336 @@
+"""./bulk bench-each: the benchmark at every patch that can move it.
+
+For one allocator, each commit of the series from the one that adds the
+benchmark module on is built in the bisect worktree (build/bisect/linux,
+never the user's build/linux) and booted in exact mode with the module,
+as ./bulk bench boots the series kernel; base (build/linux-base: 6.1 plus
+the benchmark patch) is booted the same way.  Every column uses the
+module as the series has it: no later patch changes the module.
+
+A commit whose files are all documentation, test suites or another
+allocator's private files builds the same kernel as its parent for this
+allocator: it is not booted, and the report names it.  The first measured
+commit also carries the patches before the module (the fixes).
+
+Writes results/bench-each-<alloc>.md and .json: a table per benchmark
+table (bulk variant, and the loop where the test has one) with a column
+per measured patch, and per patch the rows it moves by more than
+MOVE_THRESHOLD against the patch measured before it.
+"""
+import argparse
+import dataclasses
+import json
+import os
+import time
+from typing import Any
+
+import base
+import basetree
+import bisectplan
+import gitrepo
+import kbuild
+import measure
+import packages
+import tables
+import tree
+from benchparse import Run
+from common import BISECT_TREE, RESULTS, TREE, StageError, rel, say
+
+ALLOCS = ("slub", "slab", "slob")
+DEFAULT_TESTS = "abcdeg"
+# Files that never reach a benchmark kernel's image: the KUnit suites and
+# their configs (modules the benchmark boot does not load).
+TEST_ONLY = ("lib/slab_bulk_kunit.c", "lib/slab_bulk_stress.c",
+             "lib/slab_bulk_test.h", "net/core/skb_list_test.c",
+             "tools/testing/")
+# A row moves when a patch changes it by more than this fraction.
+MOVE_THRESHOLD = 0.01
+
+
+def moves_kernel(alloc: str, files: list[str]) -> bool:
+    """Can a patch touching @files change @alloc's benchmark kernel?"""
+    others = [p for a, ps in bisectplan.PRIVATE.items() if a != alloc
+              for p in ps]
+    return any(not f.startswith(bisectplan.DOC_PREFIXES + TEST_ONLY)
+               and f not in others for f in files)
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    number: int
+    commit: str
+    subject: str
+    files: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    measured: list[Patch]
+    # Patches after the module that are not booted, with the reason.
+    skipped: list[tuple[Patch, str]]
+    # Patches before the module: in the first measured column.
+    before: list[Patch]
+
+
+def plan(alloc: str, patches: list[Patch], has_module: list[bool],
+         first: int = 1, last: int | None = None) -> Plan:
+    """Which patches to boot: from the first one with the module, each one
+    that can move @alloc's kernel, within first..last (patch numbers);
+    the first patch with the module is always booted (it is the baseline
+    of the moves), and so is @last."""
+    if not any(has_module):
+        raise StageError("bench-each", "no patch of the series adds %s"
+                         % measure.BENCH_FILE)
+    start = has_module.index(True)
+    last = last or len(patches)
+    measured, skipped = [], []
+    for i, p in enumerate(patches[start:], start):
+        if p.number < first and i != start:
+            continue
+        if p.number > last:
+            break
+        if i == start or p.number == last or moves_kernel(alloc, list(p.files)):
+            measured.append(p)
+        else:
+            skipped.append((p, "touches only documentation, test suites or "
+                            "another allocator's files"))
+    return Plan(measured, skipped, patches[:start])
+
+
+@dataclasses.dataclass
+class Column:
+    label: str
+    commit: str
+    subject: str
+    run: Run
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "commit": self.commit,
+                "subject": self.subject, "run": self.run.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "Column":
+        return cls(str(obj["label"]), str(obj["commit"]), str(obj["subject"]),
+                   Run.from_json(obj["run"]))
+
+
+def values(run: Run, spec: tables.Spec, variant: str) -> dict[int, float]:
+    return {r.key(spec.key): r.per_obj for r in run.results
+            if r.test == spec.test and r.variant == variant}
+
+
+def specs(tests: str) -> list[tables.Spec]:
+    """The exact-mode tables of @tests (test f is smp-only)."""
+    return [s for s in tables.SPECS if s.test in tests and s.test != "f"]
+
+
+def fmt(v: float | None) -> str:
+    return "-" if v is None else "%.1f" % v
+
+
+def variant_table(spec: tables.Spec, variant: str, title: str,
+                  cols: list[Column]) -> list[str]:
+    per = [values(c.run, spec, variant) for c in cols]
+    keys = sorted(set().union(*per))
+    if not keys:
+        return []
+    out = ["### test %s: %s: %s" % (spec.test, spec.title, title), "",
+           "| %s | %s |" % (spec.key, " | ".join(c.label for c in cols)),
+           "|---:|%s" % ("---:|" * len(cols))]
+    for k in keys:
+        out.append("| %d | %s |" % (k, " | ".join(fmt(p.get(k)) for p in per)))
+    return out + [""]
+
+
+@dataclasses.dataclass(frozen=True)
+class Move:
+    test: str
+    title: str
+    variant: str
+    key_name: str
+    key: int
+    before: float
+    after: float
+
+    @property
+    def change(self) -> float:
+        return self.after / self.before - 1
+
+
+def moves(prev: Run, cur: Run, tests: str,
+          threshold: float = MOVE_THRESHOLD) -> list[Move]:
+    """The rows (bulk and loop variants) that @cur moves against @prev by
+    more than @threshold."""
+    out, seen = [], set()
+    for spec in specs(tests):
+        for variant in (spec.bulk, spec.loop):
+            if variant is None or (spec.test, variant) in seen:
+                continue
+            seen.add((spec.test, variant))
+            a, b = values(prev, spec, variant), values(cur, spec, variant)
+            for k in sorted(set(a) & set(b)):
+                if a[k] and abs(b[k] / a[k] - 1) > threshold:
+                    out.append(Move(spec.test, spec.title, variant, spec.key,
+                                    k, a[k], b[k]))
+    return out
+
+
+def markdown(alloc: str, command: str, tests: str, cols: list[Column],
+             skipped: list[tuple[str, str]], before: list[str]) -> str:
+    out = ["# Benchmark at every patch (%s)" % alloc.upper(), "",
+           "Command: `%s`" % command, "",
+           "Exact mode (QEMU TCG -icount, one CPU): raw **instructions per "
+           "object**, as in `./bulk bench`. *base* is 6.1 plus the benchmark "
+           "patch; *pN* is the series up to patch N, built in the bisect "
+           "worktree, with the same module. Each column is one boot; exact "
+           "mode repeats bit for bit, but any change to the kernel image can "
+           "move a row (alignment), so a move is credited to a patch only "
+           "where its code is on that row's path.", ""]
+    if before:
+        out += ["The first column after base also holds the patches before "
+                "the benchmark module: %s." % "; ".join(before), ""]
+    if skipped:
+        out += ["Not booted (the %s kernel is the same as at the patch "
+                "before):" % alloc, ""]
+        out += ["- %s" % s for s, _ in skipped] + [""]
+    out += ["## Moves", "",
+            "Per patch, the rows it changes by more than %.0f%% against the "
+            "column before it (bulk and loop variants)." % (
+                MOVE_THRESHOLD * 100), ""]
+    for prev, cur in zip(cols, cols[1:]):
+        ms = moves(prev.run, cur.run, tests)
+        out.append("### %s: %s" % (cur.label, cur.subject))
+        out.append("")
+        if not ms:
+            out += ["No row moves by more than %.0f%%." % (
+                MOVE_THRESHOLD * 100), ""]
+            continue
+        out += ["| test | table | variant | key | before | after | change |",
+                "|---|---|---|---:|---:|---:|---:|"]
+        for m in ms:
+            out.append("| %s | %s | %s | %s=%d | %.1f | %.1f | %+.1f%% |" % (
+                m.test, m.title.replace("|", "\\|"), m.variant, m.key_name,
+                m.key, m.before, m.after, 100 * m.change))
+        out.append("")
+    out += ["## Tables", ""]
+    for spec in specs(tests):
+        out += variant_table(spec, spec.bulk, "bulk call (%s)" % spec.bulk, cols)
+        if spec.loop:
+            out += variant_table(spec, spec.loop, "one-at-a-time loop (%s)"
+                                 % spec.loop, cols)
+    return "\n".join(out)
+
+
+def check_args(args: argparse.Namespace) -> str:
+    if args.alloc not in ALLOCS:
+        raise StageError("bench-each", "--alloc takes one of %s; got '%s'"
+                         % (", ".join(ALLOCS), args.alloc))
+    tests = args.tests.replace(",", "")
+    if not tests or any(t not in tables.TESTS or t == "f" for t in tests) \
+            or len(set(tests)) != len(tests):
+        raise StageError("bench-each", "--tests takes letters among %s (not "
+                         "f, which is smp-only); got '%s'" % (
+                             tables.TESTS, args.tests))
+    if args.first < 1 or (args.last is not None and args.last < args.first):
+        raise StageError("bench-each", "--from %d --to %s: not a range of "
+                         "patch numbers" % (args.first, args.last))
+    return "".join(sorted(tests))
+
+
+def out_name(alloc: str) -> str:
+    return os.path.join(RESULTS, "bench-each-%s" % alloc)
+
+
+def patches_of_tree() -> list[Patch]:
+    commits = gitrepo.commits(TREE, "bench-each")
+    out = []
+    for i, c in enumerate(commits, 1):
+        subject = gitrepo.git(TREE, "bench-each", "log", "-1", "--format=%s",
+                              c).strip()
+        files = gitrepo.git(TREE, "bench-each", "show", "--format=",
+                            "--name-only", c).split()
+        out.append(Patch(i, c, subject, tuple(files)))
+    return out
+
+
+def has_module(c: str) -> bool:
+    try:
+        gitrepo.git(TREE, "bench-each", "cat-file", "-e",
+                    "%s:%s" % (c, measure.BENCH_FILE))
+    except StageError:
+        return False
+    return True
+
+
+def write(alloc: str, command: str, tests: str, cols: list[Column],
+          skipped: list[tuple[str, str]], before: list[str]) -> str:
+    os.makedirs(RESULTS, exist_ok=True)
+    name = out_name(alloc)
+    with open(name + ".md", "w") as f:
+        f.write(markdown(alloc, command, tests, cols, skipped, before) + "\n")
+    with open(name + ".json", "w") as f:
+        json.dump({"alloc": alloc, "command": command, "tests": tests,
+                   "columns": [c.to_json() for c in cols],
+                   "skipped": [list(s) for s in skipped],
+                   "before": before}, f, indent=1)
+    return name + ".md"
+
+
+def rerender(alloc: str) -> int:
+    path = out_name(alloc) + ".json"
+    if not os.path.exists(path):
+        raise StageError("bench-each", "no %s: run ./bulk bench-each --alloc "
+                         "%s first" % (rel(path), alloc))
+    with open(path) as f:
+        try:
+            d = json.load(f)
+            cols = [Column.from_json(c) for c in d["columns"]]
+        except (ValueError, KeyError, TypeError) as e:
+            raise StageError("bench-each", "%s does not parse: %s" % (
+                rel(path), e)) from None
+    md = write(alloc, d["command"], d["tests"], cols,
+               [(s[0], s[1]) for s in d["skipped"]], d["before"])
+    say("bench-each: %s re-rendered from %s" % (rel(md), rel(path)))
+    return 0
+
+
+def main(args: argparse.Namespace) -> int:
+    tests = check_args(args)
+    if args.report:
+        return rerender(args.alloc)
+    start = time.time()
+    packages.setup()
+    base.create()
+    tree.create()
+    basetree.make()
+    patches = patches_of_tree()
+    if args.last is not None and args.last > len(patches):
+        raise StageError("bench-each", "--to %d: the series has %d patches"
+                         % (args.last, len(patches)))
+    p = plan(args.alloc, patches, [has_module(x.commit) for x in patches],
+             args.first, args.last)
+    command = "./bulk bench-each --alloc %s --tests %s%s%s" % (
+        args.alloc, tests, " --from %d" % args.first if args.first > 1 else "",
+        " --to %d" % args.last if args.last else "")
+    say("bench-each: %d boots (base and patches %s)" % (
+        len(p.measured) + 1, ", ".join(str(x.number) for x in p.measured)))
+    kbuild.build(args.alloc, measure.BASE_TREE)
+    cols = [Column("base", "base", "6.1 plus the benchmark patch",
+                   measure.run_bench(args.alloc, measure.BASE_TREE, tests,
+                                     False))]
+    gitrepo.worktree(TREE, BISECT_TREE, "bench-each")
+    for x in p.measured:
+        gitrepo.checkout(BISECT_TREE, x.commit, "bench-each")
+        kbuild.build(args.alloc, bisectplan.TREE_NAME,
+                     label="%s@%s" % (args.alloc, x.commit[:12]))
+        cols.append(Column("p%d" % x.number, x.commit, x.subject,
+                           measure.run_bench(args.alloc, bisectplan.TREE_NAME,
+                                             tests, False,
+                                             suffix="-p%02d" % x.number)))
+    md = write(args.alloc, command, tests, cols,
+               [("patch %d, %s" % (x.number, x.subject), why)
+                for x, why in p.skipped],
+               ["patch %d, %s" % (x.number, x.subject) for x in p.before])
+    say("bench-each: %s written; done in %dm%02ds" % (
+        rel(md), *divmod(int(time.time() - start), 60)))
+    return 0

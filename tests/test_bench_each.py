@@ -1,0 +1,167 @@
+"""Unit tests for harness/bench_each.py (./bulk bench-each), stdlib
+unittest only."""
+import argparse
+import json
+import os
+import tempfile
+import unittest
+from unittest import mock
+
+import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
+import bench_each
+import cli
+from benchparse import Record, Run
+from common import StageError
+
+
+def rec(test, variant, n, per_obj):
+    return Record(test, variant, n, 256, 1000, int(per_obj * 1000), 0, per_obj)
+
+
+def run(*records):
+    return Run("slub", 1000000, True, {}, list(records), [])
+
+
+def patch(n, files, subject=None):
+    return bench_each.Patch(n, "c%d" % n, subject or "patch %d" % n,
+                            tuple(files))
+
+
+class MovesKernel(unittest.TestCase):
+    def test_allocator_files(self):
+        self.assertTrue(bench_each.moves_kernel("slub", ["mm/slub.c"]))
+        self.assertFalse(bench_each.moves_kernel("slub", ["mm/slab.c"]))
+        self.assertTrue(bench_each.moves_kernel("slab", ["mm/slab.c"]))
+        self.assertFalse(bench_each.moves_kernel("slob", ["mm/slub.c",
+                                                          "mm/slab.c"]))
+        # Shared files move every allocator.
+        for alloc in bench_each.ALLOCS:
+            self.assertTrue(bench_each.moves_kernel(alloc, ["mm/slab.h"]))
+            self.assertTrue(bench_each.moves_kernel(alloc, ["net/core/skbuff.c"]))
+
+    def test_docs_and_test_suites_do_not(self):
+        self.assertFalse(bench_each.moves_kernel("slub", [
+            "Documentation/core-api/slab-bulk.rst", "MAINTAINERS",
+            "lib/slab_bulk_kunit.c", "lib/slab_bulk_stress.c",
+            "tools/testing/kunit/configs/slab_bulk.config"]))
+        self.assertTrue(bench_each.moves_kernel("slub", [
+            "lib/slab_bulk_kunit.c", "mm/slub.c"]))
+
+
+class Plan(unittest.TestCase):
+    PATCHES = [patch(1, ["mm/slub.c"]), patch(2, ["lib/slab_bulk_bench.c"]),
+               patch(3, ["Documentation/x.rst"]), patch(4, ["mm/slab.c"]),
+               patch(5, ["mm/slub.c"]), patch(6, ["lib/slab_bulk_kunit.c"])]
+    HAS = [False, True, True, True, True, True]
+
+    def test_slub(self):
+        p = bench_each.plan("slub", self.PATCHES, self.HAS)
+        # The module's patch is the baseline; the tip is always booted.
+        self.assertEqual([x.number for x in p.measured], [2, 5, 6])
+        self.assertEqual([x.number for x, _ in p.skipped], [3, 4])
+        self.assertEqual([x.number for x in p.before], [1])
+
+    def test_slab_and_range(self):
+        p = bench_each.plan("slab", self.PATCHES, self.HAS, first=4, last=5)
+        self.assertEqual([x.number for x in p.measured], [2, 4, 5])
+        self.assertEqual([x.number for x, _ in p.skipped], [])
+
+    def test_no_module_is_an_error(self):
+        with self.assertRaises(StageError) as e:
+            bench_each.plan("slub", self.PATCHES[:1], [False])
+        self.assertIn("slab_bulk_bench.c", str(e.exception))
+
+
+class Moves(unittest.TestCase):
+    def test_threshold_and_variants(self):
+        prev = run(rec("a", "bulk", 8, 100.0), rec("a", "bulk", 16, 100.0),
+                   rec("a", "fallback", 8, 200.0), rec("c", "order_bulk", 8, 50.0))
+        cur = run(rec("a", "bulk", 8, 98.0), rec("a", "bulk", 16, 100.5),
+                  rec("a", "fallback", 8, 203.0), rec("c", "order_bulk", 8, 50.0))
+        ms = bench_each.moves(prev, cur, "ac")
+        self.assertEqual([(m.variant, m.key, round(100 * m.change, 1))
+                          for m in ms], [("bulk", 8, -2.0), ("fallback", 8, 1.5)])
+
+    def test_tests_not_asked_are_left_out(self):
+        prev = run(rec("c", "order_bulk", 8, 50.0))
+        cur = run(rec("c", "order_bulk", 8, 60.0))
+        self.assertEqual(bench_each.moves(prev, cur, "a"), [])
+        self.assertEqual(len(bench_each.moves(prev, cur, "c")), 1)
+
+
+class Markdown(unittest.TestCase):
+    def cols(self):
+        return [bench_each.Column("base", "base", "6.1", run(rec("a", "bulk", 8, 100.0))),
+                bench_each.Column("p4", "c4", "add the module",
+                                  run(rec("a", "bulk", 8, 100.0))),
+                bench_each.Column("p7", "c7", "make it fast",
+                                  run(rec("a", "bulk", 8, 50.0),
+                                      rec("a", "bulk", 16, 40.0)))]
+
+    def test_tables_and_moves(self):
+        md = bench_each.markdown("slub", "./bulk bench-each --alloc slub --tests a",
+                                 "a", self.cols(), [("patch 5, docs", "why")],
+                                 ["patch 1, a fix"])
+        self.assertIn("| n | base | p4 | p7 |", md)
+        self.assertIn("| 8 | 100.0 | 100.0 | 50.0 |", md)
+        self.assertIn("| 16 | - | - | 40.0 |", md)
+        self.assertIn("### p4: add the module\n\nNo row moves", md)
+        self.assertIn("| a | quick reuse: alloc N then free N | bulk | n=8 | "
+                      "100.0 | 50.0 | -50.0% |", md)
+        self.assertIn("- patch 5, docs", md)
+        self.assertIn("patch 1, a fix", md)
+
+    def test_report_rerenders_from_json(self):
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(bench_each, "RESULTS", d):
+            bench_each.write("slub", "cmd", "a", self.cols(), [], [])
+            with open(os.path.join(d, "bench-each-slub.md")) as f:
+                first = f.read()
+            os.remove(os.path.join(d, "bench-each-slub.md"))
+            self.assertEqual(bench_each.rerender("slub"), 0)
+            with open(os.path.join(d, "bench-each-slub.md")) as f:
+                self.assertEqual(f.read(), first)
+            with open(os.path.join(d, "bench-each-slub.json"), "w") as f:
+                json.dump({"columns": [{}]}, f)
+            with self.assertRaises(StageError) as e:
+                bench_each.rerender("slub")
+            self.assertIn("does not parse", str(e.exception))
+
+    def test_report_without_json_says_what_to_run(self):
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(bench_each, "RESULTS", d):
+            with self.assertRaises(StageError) as e:
+                bench_each.rerender("slab")
+            self.assertIn("./bulk bench-each --alloc slab", str(e.exception))
+
+
+class Args(unittest.TestCase):
+    def parse(self, *argv):
+        return cli.parser().parse_args(["bench-each", *argv])
+
+    def test_defaults(self):
+        a = self.parse()
+        self.assertEqual((a.alloc, a.tests, a.first, a.last, a.report),
+                         ("slub", "abcdeg", 1, None, False))
+        self.assertEqual(bench_each.check_args(a), "abcdeg")
+
+    def test_bad_arguments(self):
+        for argv, what in ((["--alloc", "slub-stats"], "--alloc"),
+                           (["--tests", "af"], "--tests"),
+                           (["--tests", "aa"], "--tests"),
+                           (["--tests", ""], "--tests"),
+                           (["--from", "0"], "--from"),
+                           (["--from", "9", "--to", "5"], "--from")):
+            with self.subTest(argv=argv):
+                with self.assertRaises(StageError) as e:
+                    bench_each.check_args(self.parse(*argv))
+                self.assertIn(what, str(e.exception))
+
+    def test_namespace_shape(self):
+        a = argparse.Namespace(alloc="slub", tests="c,a", first=1, last=None,
+                               report=False)
+        self.assertEqual(bench_each.check_args(a), "ac")
+
+
+if __name__ == "__main__":
+    unittest.main()
