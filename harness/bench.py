@@ -29,7 +29,7 @@ from common import COVER_TABLES, RESULTS, StageError, rel, say
 
 ALLOCATORS = ("slub", "slab", "slob")
 # Configs --alloc accepts: the allocators and slub's benchmark variants.
-BENCH_CONFIGS = ALLOCATORS + ("slub-kfence", "slub-stats")
+BENCH_CONFIGS = ALLOCATORS + ("slub-kfence", "slub-stats", "slob-lockhold")
 # The run whose tables the cover letter quotes: all allocators when there
 # is such a run, else SLUB's default run.
 COVER_RUNS = ("bench-slub-slab-slob", "bench-slub")
@@ -157,6 +157,14 @@ def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
                     md.append(render.markdown(alloc, tables.Spec(
                         spec.test, title + " per 1000 objects, SLUB_STATS", "n",
                         None, ""), strows))
+                    print(md[-1])
+        if spec.test == "i":
+            for per_second, what in ((False, "per million objects"),
+                                     (True, "per second")):
+                krows = tables.kfence_table(base, series, per_second)
+                if krows:
+                    md.append(render.markdown(alloc, tables.Spec(
+                        "i", "KFENCE objects " + what, "n", None, ""), krows))
                     print(md[-1])
         if spec.test == "a" and spec.bulk == "bulk" and plot is not None:
             render.plot(rows, plot,

@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import json
 import os
+import textwrap
 import time
 from typing import Any
 
@@ -38,6 +39,8 @@ from common import BISECT_TREE, RESULTS, TREE, StageError, rel, say
 
 ALLOCS = ("slub", "slab", "slob")
 DEFAULT_TESTS = "abcdeg"
+# The tests an allocator's benchmark config runs in exact mode.
+TESTS = "abcdeg"
 # Files that never reach a benchmark kernel's image: the KUnit suites and
 # their configs (modules the benchmark boot does not load).
 TEST_ONLY = ("lib/slab_bulk_kunit.c", "lib/slab_bulk_stress.c",
@@ -86,6 +89,8 @@ def plan(alloc: str, patches: list[Patch], has_module: list[bool],
     measured, skipped = [], []
     for i, p in enumerate(patches[start:], start):
         if p.number < first and i != start:
+            skipped.append((p, "before --from %d: its changes are in the "
+                            "next booted column" % first))
             continue
         if p.number > last:
             break
@@ -199,7 +204,11 @@ def markdown(alloc: str, command: str, tests: str, cols: list[Column],
                 MOVE_THRESHOLD * 100), ""]
     for prev, cur in zip(cols, cols[1:]):
         ms = moves(prev.run, cur.run, tests)
-        out.append("### %s: %s" % (cur.label, cur.subject))
+        with_before = ""
+        if prev is cols[0] and before:
+            with_before = " (with patch 1 before it)" if len(before) == 1 \
+                else " (with patches 1 to %d before it)" % len(before)
+        out.append("### %s: %s%s" % (cur.label, cur.subject, with_before))
         out.append("")
         if not ms:
             out += ["No row moves by more than %.0f%%." % (
@@ -221,16 +230,96 @@ def markdown(alloc: str, command: str, tests: str, cols: list[Column],
     return "\n".join(out)
 
 
+MESSAGE_ROWS = 12
+
+
+def message_block(alloc: str, command: str, tests: str, cols: list[Column],
+                  number: int) -> str:
+    """The lines a commit message quotes for patch @number: the rows it
+    moves against the column before it, the largest MESSAGE_ROWS of them
+    in test, variant and key order."""
+    labels = [c.label for c in cols]
+    label = "p%d" % number
+    if label not in labels:
+        raise StageError("bench-each", "--message %d: patch %d has no column "
+                         "(booted: %s)" % (number, number, ", ".join(labels)))
+    i = labels.index(label)
+    if i == 0:
+        raise StageError("bench-each", "--message %d: no column before it"
+                         % number)
+    if i == 1:
+        raise StageError("bench-each", "--message %d: the first column after "
+                         "base also holds every patch before the module's, so "
+                         "its moves are not patch %d's alone" % (number, number))
+    prev = cols[i - 1]
+    ms = moves(prev.run, cols[i].run, tests)
+    before = "patch %s" % prev.label[1:]
+    head = ("Re-taken on v2 at every patch with this series' benchmark "
+            "module (%s; exact mode, raw instructions per object, %s -> "
+            "this patch):" % (command, before))
+    out = textwrap.wrap(head, 72, break_on_hyphens=False) + [""]
+    if not ms:
+        return "\n".join(out + ["  no row moves by more than %.0f%%." % (
+            MOVE_THRESHOLD * 100)]) + "\n"
+    top = sorted(sorted(ms, key=lambda m: -abs(m.change))[:MESSAGE_ROWS],
+                 key=lambda m: (m.test, m.variant, m.key))
+    out.append("  %-4s  %-15s %5s  %8s  %8s  %7s" % (
+        "test", "variant", "N", "before", "after", "change"))
+    for m in top:
+        key = "%dB" % m.key if m.key_name == "size" else "%d" % m.key
+        out.append("  %-4s  %-15s %5s  %8.1f  %8.1f  %+6.1f%%" % (
+            m.test, m.variant, key, m.before, m.after, 100 * m.change))
+    rest = len(ms) - len(top)
+    if rest:
+        small = max(abs(m.change) for m in ms if m not in top)
+        out.append("  (%d more rows move, by %.1f%% at most)" % (rest,
+                                                               100 * small))
+    return "\n".join(out) + "\n"
+
+
+@dataclasses.dataclass
+class Saved:
+    """results/bench-each-<alloc>.json as written by write()."""
+    command: str
+    tests: str
+    cols: list[Column]
+    skipped: list[tuple[str, str]]
+    before: list[str]
+
+
+def load(alloc: str) -> Saved:
+    path = out_name(alloc) + ".json"
+    if not os.path.exists(path):
+        raise StageError("bench-each", "no %s: run ./bulk bench-each --alloc "
+                         "%s first" % (rel(path), alloc))
+    with open(path) as f:
+        try:
+            d = json.load(f)
+            return Saved(str(d["command"]), str(d["tests"]),
+                         [Column.from_json(c) for c in d["columns"]],
+                         [(str(x[0]), str(x[1])) for x in d["skipped"]],
+                         [str(x) for x in d["before"]])
+        except (ValueError, KeyError, TypeError, IndexError) as e:
+            raise StageError("bench-each", "%s does not parse: %s" % (
+                rel(path), e)) from None
+
+
+def print_message(alloc: str, number: int) -> int:
+    d = load(alloc)
+    print(message_block(alloc, d.command, d.tests, d.cols, number), end="")
+    return 0
+
+
 def check_args(args: argparse.Namespace) -> str:
     if args.alloc not in ALLOCS:
         raise StageError("bench-each", "--alloc takes one of %s; got '%s'"
                          % (", ".join(ALLOCS), args.alloc))
     tests = args.tests.replace(",", "")
-    if not tests or any(t not in tables.TESTS or t == "f" for t in tests) \
+    if not tests or any(t not in TESTS for t in tests) \
             or len(set(tests)) != len(tests):
-        raise StageError("bench-each", "--tests takes letters among %s (not "
-                         "f, which is smp-only); got '%s'" % (
-                             tables.TESTS, args.tests))
+        raise StageError("bench-each", "--tests takes letters among %s (f "
+                         "is smp-only, h and i need configs of their own); "
+                         "got '%s'" % (TESTS, args.tests))
     if args.first < 1 or (args.last is not None and args.last < args.first):
         raise StageError("bench-each", "--from %d --to %s: not a range of "
                          "patch numbers" % (args.first, args.last))
@@ -277,25 +366,17 @@ def write(alloc: str, command: str, tests: str, cols: list[Column],
 
 
 def rerender(alloc: str) -> int:
-    path = out_name(alloc) + ".json"
-    if not os.path.exists(path):
-        raise StageError("bench-each", "no %s: run ./bulk bench-each --alloc "
-                         "%s first" % (rel(path), alloc))
-    with open(path) as f:
-        try:
-            d = json.load(f)
-            cols = [Column.from_json(c) for c in d["columns"]]
-        except (ValueError, KeyError, TypeError) as e:
-            raise StageError("bench-each", "%s does not parse: %s" % (
-                rel(path), e)) from None
-    md = write(alloc, d["command"], d["tests"], cols,
-               [(s[0], s[1]) for s in d["skipped"]], d["before"])
-    say("bench-each: %s re-rendered from %s" % (rel(md), rel(path)))
+    d = load(alloc)
+    md = write(alloc, d.command, d.tests, d.cols, d.skipped, d.before)
+    say("bench-each: %s re-rendered from %s" % (rel(md), rel(
+        out_name(alloc) + ".json")))
     return 0
 
 
 def main(args: argparse.Namespace) -> int:
     tests = check_args(args)
+    if args.message is not None:
+        return print_message(args.alloc, args.message)
     if args.report:
         return rerender(args.alloc)
     start = time.time()

@@ -51,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
                        help="comma list of %s (default slub)"
                        % ",".join(bench.BENCH_CONFIGS))
         p.add_argument("--tests", default="abcdeg",
-                       help="test letters among abcdefg (default abcdeg; f "
+                       help="test letters among abcdefghi (default abcdeg; f "
                        "runs in smp mode)")
         p.add_argument("--quick", action="store_true",
                        help="the module's quick mode (fewer rounds)")
@@ -107,6 +107,9 @@ def parser() -> argparse.ArgumentParser:
                    help="last patch number to boot (default: the tip)")
     p.add_argument("--report", action="store_true",
                    help="only re-render the .md from results/bench-each-ALLOC.json")
+    p.add_argument("--message", type=int, default=None, metavar="PATCH",
+                   help="print, from results/bench-each-ALLOC.json, the rows "
+                   "patch PATCH moves, as a commit message quotes them")
     p = sub.add_parser("test", help="the test command (README); CI runs it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="step groups, in the order they run:\n" + "\n".join(

@@ -39,6 +39,8 @@ CONFIG_SETS = {
     # Benchmark variants of slub: what KFENCE costs, and the event counters.
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],
+    # SLOB with kprobes, for the benchmark's test h (slob_lock holds).
+    "slob-lockhold": ["common", "slob", "bench", "lockhold"],
     # The network runs (./bulk net): the benchmark config with virtio-net
     # and pktgen; the debug one with KASAN and lockdep.
     "slub-net": ["common", "hardening", "slub", "bench", "net"],

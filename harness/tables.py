@@ -5,7 +5,7 @@ import statistics
 
 from benchparse import Run
 
-TESTS = "abcdefg"
+TESTS = "abcdefghi"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +55,16 @@ SPECS = [
          "(frees only)", "n", "head_loop", "head_list"),
     Spec("g", "kfree_skb_list() of N sk_buffs, 1500 bytes, page fragment "
          "head (frees only)", "n", "pfrag_loop", "pfrag_list"),
+    # Test h (SLOB, kprobes): the longest slob_lock hold, in instructions
+    # per hold (objs=1), keyed by the free list length each free walks.
+    Spec("h", "longest slob_lock hold (instructions), 8 objects each on its "
+         "own page above L free blocks: single kmem_cache_free() vs one "
+         "kmem_cache_free_bulk()", "n", "hold_single", "hold_bulk"),
+    # Test i (KFENCE): N objects allocated and freed per round for a fixed
+    # time; the R lines' kfence= field counts KFENCE's objects among them
+    # (kfence_table()).
+    Spec("i", "KFENCE at a 1 ms sample interval: alloc N then free N",
+         "n", "kfence_loop", "kfence_bulk"),
 ]
 # SLUB_STATS tables: (title, counters summed) per 1000 objects.
 STAT_SPECS = [
@@ -131,6 +141,26 @@ def stats_table(test: str, events: tuple[str, ...], base: Run,
                 and any(e in r.counters for e in events)}
     return rows_of(pick(base, STAT_VARIANTS[bulk]), pick(base, bulk),
                    pick(series, bulk))
+
+
+def kfence_table(base: Run, series: Run, per_second: bool) -> list[Row]:
+    """Test i: KFENCE's objects per million objects allocated, or per
+    second of the clock (the TSC's, as the run calibrated it), for the
+    loop and the bulk call on each kernel."""
+    def pick(run: Run, variant: str) -> dict[int, float]:
+        out = {}
+        for r in run.results:
+            if r.test != "i" or r.variant != variant or "kfence" not in r.extra:
+                continue
+            if per_second:
+                if not run.tsc_khz or not r.cycles:
+                    continue
+                out[r.n] = r.extra["kfence"] / (r.cycles / (run.tsc_khz * 1000.0))
+            elif r.objs:
+                out[r.n] = 1e6 * r.extra["kfence"] / r.objs
+        return out
+    return rows_of(pick(base, "kfence_loop"), pick(base, "kfence_bulk"),
+                   pick(series, "kfence_bulk"), pick(series, "kfence_loop"))
 
 
 def spread_table(spec: Spec, base_runs: list[Run],

@@ -64,7 +64,9 @@ class Plan(unittest.TestCase):
     def test_slab_and_range(self):
         p = bench_each.plan("slab", self.PATCHES, self.HAS, first=4, last=5)
         self.assertEqual([x.number for x in p.measured], [2, 4, 5])
-        self.assertEqual([x.number for x, _ in p.skipped], [])
+        # Patch 3 is left out by --from: said so, its changes go to p4.
+        self.assertEqual([(x.number, why.split(":")[0]) for x, why in p.skipped],
+                         [(3, "before --from 4")])
 
     def test_no_module_is_an_error(self):
         with self.assertRaises(StageError) as e:
@@ -105,7 +107,8 @@ class Markdown(unittest.TestCase):
         self.assertIn("| n | base | p4 | p7 |", md)
         self.assertIn("| 8 | 100.0 | 100.0 | 50.0 |", md)
         self.assertIn("| 16 | - | - | 40.0 |", md)
-        self.assertIn("### p4: add the module\n\nNo row moves", md)
+        self.assertIn("### p4: add the module (with patch 1 before it)\n\n"
+                      "No row moves", md)
         self.assertIn("| a | quick reuse: alloc N then free N | bulk | n=8 | "
                       "100.0 | 50.0 | -50.0% |", md)
         self.assertIn("- patch 5, docs", md)
@@ -161,6 +164,41 @@ class Args(unittest.TestCase):
         a = argparse.Namespace(alloc="slub", tests="c,a", first=1, last=None,
                                report=False)
         self.assertEqual(bench_each.check_args(a), "ac")
+
+
+
+class Message(unittest.TestCase):
+    def cols(self):
+        prev = run(*[rec("a", "bulk", n, 100.0) for n in range(1, 20)])
+        cur = run(*[rec("a", "bulk", n, 100.0 - n if n > 1 else 100.0)
+                    for n in range(1, 20)])
+        return [bench_each.Column("base", "base", "6.1", prev),
+                bench_each.Column("p4", "c4", "module", prev),
+                bench_each.Column("p7", "c7", "fast", cur)]
+
+    def test_largest_moves_in_order_and_the_rest_counted(self):
+        text = bench_each.message_block("slub", "./bulk bench-each --alloc slub",
+                                        "a", self.cols(), 7)
+        lines = text.splitlines()
+        self.assertTrue(all(len(x) <= 72 for x in lines), lines)
+        self.assertIn("patch 4 -> this patch", " ".join(lines))
+        rows = [x.split() for x in lines if x.startswith("  a ")]
+        # n=2..19 move by more than 1%; the twelve largest are 8..19.
+        self.assertEqual([int(r[2]) for r in rows], list(range(8, 20)))
+        self.assertEqual(rows[-1], ["a", "bulk", "19", "100.0", "81.0", "-19.0%"])
+        self.assertIn("(6 more rows move, by 7.0% at most)", text)
+
+    def test_no_move_and_bad_patch(self):
+        cols = self.cols()
+        cols.append(bench_each.Column("p9", "c9", "same", cols[2].run))
+        text = bench_each.message_block("slub", "cmd", "a", cols, 9)
+        self.assertIn("patch 7 -> this patch", " ".join(text.split()))
+        self.assertIn("no row moves by more than 1%", text)
+        # p4 also holds the patches before the module: no message of its own.
+        for n, what in ((5, "has no column"), (4, "first column after base")):
+            with self.assertRaises(StageError) as e:
+                bench_each.message_block("slub", "cmd", "a", self.cols(), n)
+            self.assertIn(what, str(e.exception))
 
 
 if __name__ == "__main__":

@@ -190,3 +190,44 @@ class JsonTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NewTests(unittest.TestCase):
+    """Tests h (slob_lock holds) and i (KFENCE sampling): their R lines
+    parse, and test i's kfence= field gives the per-million and per-second
+    tables."""
+    LOG = "\n".join([
+        "slab_bulk_bench: allocator=SLUB tsc_khz=1000000 unit=instructions",
+        "slab_bulk_bench: R test=h variant=hold_single n=64 size=8 objs=1 "
+        "cycles=900 empty=0",
+        "slab_bulk_bench: R test=h variant=hold_bulk n=64 size=8 objs=1 "
+        "cycles=1500 empty=0 holds=4",
+        "slab_bulk_bench: R test=i variant=kfence_loop n=8 size=256 "
+        "objs=2000000 cycles=500000000 empty=0 kfence=120",
+        "slab_bulk_bench: R test=i variant=kfence_bulk n=8 size=256 "
+        "objs=5000000 cycles=500000000 empty=0 kfence=125",
+        "slab_bulk_bench: done", ""])
+
+    def test_hold_rows(self):
+        run = benchparse.parse(self.LOG)
+        spec = [s for s in tables.SPECS if s.test == "h"][0]
+        rows = tables.table(spec, run, run)
+        self.assertEqual([(r.key, r.fallback, r.series, r.loop_ratio)
+                          for r in rows], [(64, 900.0, 1500.0, 1500.0 / 900.0)])
+        holds = [r for r in run.results if r.variant == "hold_bulk"][0]
+        self.assertEqual(holds.extra["holds"], 4)
+
+    def test_kfence_tables(self):
+        run = benchparse.parse(self.LOG)
+        per_m = tables.kfence_table(run, run, per_second=False)
+        self.assertEqual([(r.key, r.fallback, r.series) for r in per_m],
+                         [(8, 60.0, 25.0)])
+        per_s = tables.kfence_table(run, run, per_second=True)
+        # 500000000 ticks at 1000000 kHz: half a second.
+        self.assertEqual([(r.key, r.fallback, r.series) for r in per_s],
+                         [(8, 240.0, 250.0)])
+
+    def test_no_kfence_field_no_row(self):
+        run = benchparse.parse(self.LOG.replace(" kfence=125", ""))
+        self.assertEqual([r.series for r in
+                          tables.kfence_table(run, run, per_second=False)], [None])
