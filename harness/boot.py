@@ -39,7 +39,7 @@ SPLAT_RE = re.compile(
     r"(WARNING:|BUG:|\bOops\b|KASAN:|general protection|Kernel panic|"
     r"^BUG [\w.:-]+ \(|UBSAN:|possible circular locking|"
     r"inconsistent lock state|INFO: task .* blocked|"
-    r"kernel BUG at |invalid opcode: |rcu: INFO: |self-detected stall|"
+    r"[Kk]ernel BUG at |invalid opcode: |rcu: INFO: |self-detected stall|"
     r"detected stalls on CPUs|soft lockup|hung_task: |"
     r"hung_task_timeout_secs\" disables|list_add corruption|"
     r"list_del corruption|Slab corruption|slab error in )")

@@ -192,8 +192,12 @@ def dispatch(args: argparse.Namespace) -> int:
         if r:
             print(r.log)
     elif args.cmd == "kunit":
-        return 0 if kunit.run(kunit.KunitRun(args.config, args.mode, args.append),
-                              args.tree).ok else 1
+        res = kunit.run(kunit.KunitRun(args.config, args.mode, args.append),
+                        args.tree)
+        if res.ok:
+            return 0
+        raise StageError("kunit", "%s %s" % (args.config, args.mode),
+                         res.log, "\n".join(res.problems))
     elif args.cmd == "bench-each":
         return bench_each.main(args)
     elif args.cmd == "kunit-each":

@@ -39,9 +39,17 @@ class KunitRun:
 
 # init_on_free gets runs of its own: init_on_alloc would zero what it
 # failed to wipe, and slab poisoning (slub_debug=P) opts caches out of it.
+# SLUB_DEBUG_ON sends every cache through SLUB's debug paths, which the
+# bulk fast paths skip: the slub-debug runs with slub_debug=- run those
+# under KASAN, lockdep and DEBUG_VM.
 # KASAN prints only its first report unless kasan_multi_shot is given, and
 # the contract suite provokes one (an expected double free): without it, a
 # real report after that one would go unseen.
+# An oops kills the test's thread and the boot would wait for the timeout
+# (10 minutes): panic instead, which ends QEMU at once (panic=-1,
+# -no-reboot) with the oops in the log.
+KUNIT_CMDLINE = "oops=panic"
+
 KUNIT_RUNS = [
     KunitRun("slub", "exact"),
     KunitRun("slub", "exact", "slub_debug=FZPU"),
@@ -49,6 +57,10 @@ KUNIT_RUNS = [
     KunitRun("slub", "exact", "init_on_free=1"),
     KunitRun("slub", "smp"),
     KunitRun("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot"),
+    KunitRun("slub-debug", "exact",
+             "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
+    KunitRun("slub-debug", "smp",
+             "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
     KunitRun("slab", "exact"),
     KunitRun("slab", "exact", "init_on_alloc=1"),
     KunitRun("slab", "exact", "init_on_free=1"),
@@ -150,7 +162,8 @@ def run(r: KunitRun, tree: str = "linux") -> KunitResult:
                          "series" % r.config)
     tag = "kunit-%s%s" % (r.mode, "-" + r.append.replace(" ", "_").replace(
         "=", "") if r.append else "")
-    res = boot.boot(r.config, tree, r.mode, mods, r.append, tag=tag,
+    res = boot.boot(r.config, tree, r.mode, mods,
+                    (KUNIT_CMDLINE + " " + r.append).strip(), tag=tag,
                     allow_fail=True)
     assert res is not None
     with open(res.log, errors="replace") as f:

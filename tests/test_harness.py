@@ -23,7 +23,8 @@ import render
 import tables
 import tree
 from benchparse import AllocRuns, Record, Report, Run
-from common import BENCH_BASE_TREE, COVER_FILE, COVER_TABLES, PATCHES, TREE, StageError
+from common import (BENCH_BASE_TREE, COVER_FILE, COVER_TABLES, PATCHES, REPO,
+                    TREE, StageError)
 from hermetic import git
 
 GITIGNORE_TAIL = """# Rust analyzer configuration
@@ -144,6 +145,9 @@ class BootStage(unittest.TestCase):
         """One console line of each kind, in the formats 6.1 prints."""
         lines = [
             "[   12.345678] kernel BUG at mm/slub.c:432!",
+            # BUG() without CONFIG_DEBUG_BUGVERBOSE, as VM_BUG_ON() prints it.
+            "[    2.509491] Kernel BUG at refill_cpu_freelist+0xdc/0x230 "
+            "[verbose debug info unavailable]",
             "[   12.345690] invalid opcode: 0000 [#1] PREEMPT SMP NOPTI",
             "[   61.000001] rcu: INFO: rcu_sched self-detected stall on CPU",
             "[   61.000002] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
@@ -318,6 +322,21 @@ class KunitStage(unittest.TestCase):
             self.assertIn("kasan_multi_shot", append.split())
         # The expected report turns lockdep off: the contract suite last.
         self.assertEqual(list(kunit.KUNIT_MODULES)[-1], kunit.CONTRACT_SUITE)
+
+    def test_kunit_boots_panic_on_an_oops(self):
+        # An oops would leave the boot waiting for its timeout.
+        self.assertIn("oops=panic", kunit.KUNIT_CMDLINE.split())
+
+    def test_fast_paths_run_under_kasan_and_debug_vm(self):
+        # SLUB_DEBUG_ON routes every cache around the bulk fast paths;
+        # slub_debug=- turns it off for a run of the KASAN kernel, where
+        # DEBUG_VM checks the frozen and CPU slab states.
+        modes = [r.mode for r in kunit.KUNIT_RUNS if r.config == "slub-debug"
+                 and "slub_debug=-" in r.append.split()]
+        self.assertEqual(sorted(modes), ["exact", "smp"])
+        path = os.path.join(REPO, "configs", "debug.config")
+        with open(path, encoding="utf-8") as f:
+            self.assertIn("CONFIG_DEBUG_VM=y", f.read().split())
 
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
