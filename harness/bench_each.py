@@ -277,6 +277,80 @@ def message_block(alloc: str, command: str, tests: str, cols: list[Column],
     return "\n".join(out) + "\n"
 
 
+# Short row titles of the per-patch tables in commit messages, by (test,
+# variant); other rows are titled "test T, VARIANT".
+TABLE_TITLES = {
+    ("a", "single"): "single alloc+free",
+    ("a", "bulk"): "test a, quick reuse",
+    ("a", "skb_bulk"): "test a, sk_buff shape",
+    ("b", "bulk"): "test b, working set",
+    ("b", "frag_bulk"): "test b, fragmented",
+    ("c", "order_bulk"): "test c, alloc-order free",
+    ("c", "random_bulk"): "test c, random-order free",
+    ("c", "worst_bulk"): "test c, worst-order free",
+    ("d", "kfree_bulk"): "test d, kfree_bulk()",
+    ("e", "kmalloc"): "test e, kmalloc x10000",
+}
+
+
+def parse_rows(text: str) -> list[tuple[tables.Spec, str, list[int]]]:
+    """--rows: items TEST/VARIANT:N,N,... separated by spaces or ';'."""
+    out = []
+    for item in text.replace(";", " ").split():
+        try:
+            name, keys = item.split(":", 1)
+            test, variant = name.split("/", 1)
+            ns = [int(k) for k in keys.split(",") if k]
+        except ValueError:
+            raise StageError("bench-each", "--rows: '%s' is not TEST/VARIANT:"
+                             "N,N,... (e.g. a/bulk:8,64)" % item) from None
+        found = [s for s in specs(TESTS) if s.test == test and
+                 variant in (s.bulk, s.loop)]
+        if not found or not ns:
+            raise StageError("bench-each", "--rows: no exact-mode table has "
+                             "test %s variant %s, or no N given ('%s')"
+                             % (test, variant, item))
+        out.append((found[0], variant, ns))
+    if not out:
+        raise StageError("bench-each", "--rows: no row given")
+    return out
+
+
+def table_block(cols: list[Column], number: int,
+                rows: list[tuple[tables.Spec, str, list[int]]]) -> str:
+    """A commit message's table for patch @number: per row, the one-at-a-
+    time loop on this patch's kernel (fallback), base's call, and the call
+    up to the patch before (before) and up to this one (after)."""
+    labels = [c.label for c in cols]
+    label = "p%d" % number
+    if label not in labels or labels.index(label) < 2:
+        raise StageError("bench-each", "--table %d: patch %d has no column "
+                         "with a measured column before it (booted: %s)"
+                         % (number, number, ", ".join(labels)))
+    i = labels.index(label)
+    base, prev, cur = cols[0].run, cols[i - 1].run, cols[i].run
+    out = ["  %-26s %5s  %8s  %7s  %7s  %7s" % (
+        "test", "N", "fallback", "base", "before", "after")]
+    for spec, variant, ns in rows:
+        title = TABLE_TITLES.get((spec.test, variant),
+                                 "test %s, %s" % (spec.test, variant))
+        loop = values(cur, spec, spec.loop) if spec.loop and \
+            variant == spec.bulk else {}
+        got = [values(r, spec, variant) for r in (base, prev, cur)]
+        for j, n in enumerate(ns):
+            key = "-" if spec.loop is None and ns == [1] else str(n)
+            out.append("  %-26s %5s  %8s  %7s  %7s  %7s" % (
+                title if j == 0 else "", key, fmt(loop.get(n)),
+                *(fmt(g.get(n)) for g in got)))
+    return "\n".join(out) + "\n"
+
+
+def print_table(alloc: str, number: int, rows: str) -> int:
+    d = load(alloc)
+    print(table_block(d.cols, number, parse_rows(rows)), end="")
+    return 0
+
+
 @dataclasses.dataclass
 class Saved:
     """results/bench-each-<alloc>.json as written by write()."""
@@ -377,6 +451,11 @@ def main(args: argparse.Namespace) -> int:
     tests = check_args(args)
     if args.message is not None:
         return print_message(args.alloc, args.message)
+    if args.table is not None:
+        if not args.rows:
+            raise StageError("bench-each", "--table %d needs --rows "
+                             "TEST/VARIANT:N,N,..." % args.table)
+        return print_table(args.alloc, args.table, args.rows)
     if args.report:
         return rerender(args.alloc)
     start = time.time()

@@ -110,6 +110,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--message", type=int, default=None, metavar="PATCH",
                    help="print, from results/bench-each-ALLOC.json, the rows "
                    "patch PATCH moves, as a commit message quotes them")
+    p.add_argument("--table", type=int, default=None, metavar="PATCH",
+                   help="print, from results/bench-each-ALLOC.json, patch "
+                   "PATCH's fallback / base / before / after table for the "
+                   "rows given with --rows, as a commit message quotes it")
+    p.add_argument("--rows", default="", metavar="T/VARIANT:N,N ...",
+                   help="with --table: the rows, e.g. 'a/bulk:8,64,128 "
+                   "c/order_bulk:16 e/kmalloc:64 a/single:1'")
     p = sub.add_parser("test", help="the test command (README); CI runs it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="step groups, in the order they run:\n" + "\n".join(

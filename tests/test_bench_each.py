@@ -130,6 +130,40 @@ class Markdown(unittest.TestCase):
                 bench_each.rerender("slub")
             self.assertIn("does not parse", str(e.exception))
 
+    def test_table_for_a_commit_message(self):
+        cols = self.cols()
+        cols[2].run.results.append(rec("a", "fallback", 8, 190.0))
+        cols[0].run.results.append(rec("a", "single", 1, 170.0))
+        cols[1].run.results.append(rec("a", "single", 1, 166.0))
+        cols[2].run.results.append(rec("a", "single", 1, 165.0))
+        out = bench_each.table_block(cols, 7, bench_each.parse_rows(
+            "a/bulk:8,16; a/single:1"))
+        lines = out.splitlines()
+        self.assertEqual(lines[0].split(), ["test", "N", "fallback", "base",
+                                            "before", "after"])
+        self.assertEqual(lines[1].split(), ["test", "a,", "quick", "reuse",
+                                            "8", "190.0", "100.0", "100.0",
+                                            "50.0"])
+        self.assertEqual(lines[2].split(), ["16", "-", "-", "-", "40.0"])
+        self.assertEqual(lines[3].split(), ["single", "alloc+free", "-", "-",
+                                            "170.0", "166.0", "165.0"])
+        with self.assertRaises(StageError) as e:
+            bench_each.table_block(cols, 4, bench_each.parse_rows("a/bulk:8"))
+        self.assertIn("--table 4", str(e.exception))
+
+    def test_table_rows_are_checked(self):
+        for bad in ("a/bulk", "a:8", "z/bulk:8", "a/nosuch:8", "a/bulk:x",
+                    "f/conc_alloc:64", ""):
+            with self.assertRaises(StageError, msg=bad) as e:
+                bench_each.parse_rows(bad)
+            self.assertIn("--rows", str(e.exception))
+        args = argparse.Namespace(alloc="slub", tests="abcdeg", first=1,
+                                  last=None, message=None, report=False,
+                                  table=37, rows="")
+        with self.assertRaises(StageError) as e:
+            bench_each.main(args)
+        self.assertIn("needs --rows", str(e.exception))
+
     def test_report_without_json_says_what_to_run(self):
         with tempfile.TemporaryDirectory() as d, \
                 mock.patch.object(bench_each, "RESULTS", d):
