@@ -67,11 +67,14 @@ class StressRun:
 CGROUP = "harness.cgroup=stress"
 # What ./bulk test runs, one short round each: every allocator on two CPUs
 # with fault injection, plain and with its debug options (SLOB has none but
-# lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB.
+# lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB;
+# and SLUB's bulk fast paths under KASAN, lockdep and DEBUG_VM on four CPUs
+# (slub_debug=- turns SLUB_DEBUG_ON's debug paths off).
 TEST_RUNS = [
     StressRun("slub-faults", "smp", CGROUP),
     StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1"),
     StressRun("slub-debug", "smp", CGROUP),
+    StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-"),
     StressRun("slab-faults", "smp", CGROUP),
     StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1"),
     StressRun("slab-debug", "smp", CGROUP),
