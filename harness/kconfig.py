@@ -28,6 +28,8 @@ CONFIG_SETS = {
                    "faults", "failslab"],
     "slab-debug": ["common", "hardening", "slab", "debug", "slab-debug",
                    "faults", "failslab"],
+    # SLUB without SLUB_DEBUG, with the series' modules: a build check.
+    "slub-nodebug": ["common", "hardening", "slub-nodebug", "bench"],
     # The stress runs' kernels: as the benchmark's, with fault injection;
     # SLOB's with lockdep (it has no debug options of its own) and without
     # failslab (6.1's needs SLAB or SLUB).

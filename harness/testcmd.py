@@ -187,7 +187,8 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                 for b in bisectplan.plan(patches)]
     if want("debug"):
         out += [Step("debug", "%s @ full series" % c, partial(debug_step, c, series))
-                for c in ("slub-debug", "slab-debug", "slob-debug")]
+                for c in ("slub-debug", "slab-debug", "slob-debug",
+                          "slub-nodebug")]
     if want("kunit"):
         out += [Step("kunit", r.name(), partial(kunit_step, r, cases, series))
                 for r in kunit.KUNIT_RUNS]
