@@ -326,9 +326,11 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
          load: Sequence[str] = (), append: str = "",
          timeout: float | None = 600, tag: str | None = None,
          allow_fail: bool = False, shell: bool = False,
-         gdb: bool = False) -> BootResult | None:
+         gdb: bool = False,
+         qemu_extra: Sequence[str] = ()) -> BootResult | None:
     """Boot the kernel of build/o/<tree>-<config>; returns its result (also
-    saved as JSON beside the log), or None after an interactive boot."""
+    saved as JSON beside the log), or None after an interactive boot.
+    @qemu_extra: more QEMU arguments (./bulk profile's plugin)."""
     if mode not in MODES:
         raise StageError("boot", "unknown mode '%s' (%s)" % (
             mode, ", ".join(MODES)))
@@ -339,7 +341,7 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
     cpio = make_initramfs(out, load, tag, shell)
     cmd = qemu_cmd(kernel, cpio, mode, kernel_cmdline(load, append),
-                   nic=has_nic(config))
+                   nic=has_nic(config)) + list(qemu_extra)
     if shell or gdb:
         interactive(cmd, gdb, out)
         return None

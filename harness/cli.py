@@ -21,6 +21,7 @@ import kunit
 import kunit_each
 import net
 import packages
+import funcprof
 import stress
 import testcmd
 import tree
@@ -170,6 +171,18 @@ def parser() -> argparse.ArgumentParser:
                    help="instead: pktgen on the series with 6.1's NAPI skb "
                    "cache sizes and with each SIZE/BULK given (e.g. "
                    "32/16,128/16): results/net-napi-cache.md")
+    p = sub.add_parser("profile", help="instructions per object by kernel "
+                       "function inside the slab calls of benchmark rows, "
+                       "base vs series (QEMU plugin): results/profile-*.md")
+    p.add_argument("--alloc", default="slub",
+                   help="one of %s (default slub)" % ",".join(bench.BENCH_CONFIGS))
+    p.add_argument("--tests", default="b",
+                   help="test letters among %s (default b)" % funcprof.TESTS)
+    p.add_argument("--sizes", default="34,1024",
+                   help="comma list of N, the module's sizes (default 34,1024)")
+    p.add_argument("--top", type=int, default=funcprof.DEFAULT_TOP,
+                   help="functions listed per table (default %d)"
+                   % funcprof.DEFAULT_TOP)
     p = sub.add_parser("report", help="re-render results/ (and the cover "
                        "letter's tables) from the last bench logs")
     bench_opts(p)
@@ -222,6 +235,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return bench.main(args)
     elif args.cmd == "net":
         return net.main(args)
+    elif args.cmd == "profile":
+        return funcprof.main(args)
     elif args.cmd == "report":
         return bench.report_main(args)
     return 0

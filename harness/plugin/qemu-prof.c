@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qemu-prof: a QEMU TCG plugin for ./bulk profile (harness/funcprof.py).
+ *
+ * Counts the guest instructions of every translated block that runs while
+ * the guest is inside one of the kernel functions named with e=ADDR (the
+ * slab API's entry points), from the entry until the guest runs module
+ * code again (the benchmark module is the only caller of interest; its
+ * code lies at or above MODULES_VADDR, the kernel's text below), and only
+ * inside the module's timed regions: each rdtsc or rdtscp that module code
+ * runs (the benchmark's clock reads, which come in pairs) opens or closes
+ * one.  A block that an interrupt or an icount deadline cuts short is
+ * counted whole.
+ *
+ * Phases: every call of the function at p=ADDR (_printk()) made straight
+ * from module code starts a new phase, so that the counts can be matched
+ * with the module's console lines.
+ *
+ * Output (out=PATH): a line "# clock_reads N" (N must be even), then one
+ * line per (phase, entry, block) that ran:
+ *   PHASE ENTRY VADDR INSNS EXECS
+ * where ENTRY is the 1-based index of the e= argument.
+ *
+ * Written for QEMU 7.2's plugin API (QEMU_PLUGIN_VERSION 1).  Debian 12
+ * ships QEMU with plugin support but without qemu-plugin.h, so the few
+ * declarations used are given here.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef uint64_t qemu_plugin_id_t;
+struct qemu_plugin_tb;
+struct qemu_info_t;
+enum qemu_plugin_cb_flags {
+	QEMU_PLUGIN_CB_NO_REGS,
+	QEMU_PLUGIN_CB_R_REGS,
+	QEMU_PLUGIN_CB_RW_REGS,
+};
+typedef void (*tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef void (*vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+struct qemu_plugin_insn;
+
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
+					   tb_trans_cb_t cb);
+void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
+					  vcpu_udata_cb_t cb,
+					  enum qemu_plugin_cb_flags flags,
+					  void *userdata);
+uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,
+						 size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+					    vcpu_udata_cb_t cb,
+					    enum qemu_plugin_cb_flags flags,
+					    void *userdata);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb_t cb,
+				    void *userdata);
+
+__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+
+#define MODULES_START	0xffffffffa0000000ULL
+#define KERNEL_START	0xffff800000000000ULL
+#define MAX_ENTRIES	8
+#define MAX_PHASES	8192
+
+/* A translated block: its address, size and whether it is an entry. */
+struct block {
+	uint64_t vaddr;
+	unsigned int insns;
+	int entry;		/* 1-based index of an e= address, or 0 */
+	bool module;		/* module code: leaves any entry */
+	bool phase;		/* the p= function */
+};
+
+struct count {
+	struct count *next;
+	struct block *block;
+	unsigned int phase;
+	int entry;
+	uint64_t execs;
+};
+
+static uint64_t entries[MAX_ENTRIES];
+static int nr_entries;
+static uint64_t phase_addr;
+static const char *out_path;
+
+/* The guest state (one vCPU: exact mode). */
+static int cur_entry;
+static bool from_module;
+static unsigned int cur_phase;
+static bool timed;
+static unsigned long long clock_reads;
+
+/* Counts hashed by (block, phase, entry). */
+#define HASH_BITS	20
+static struct count *table[1 << HASH_BITS];
+
+static struct count *lookup(struct block *b, unsigned int phase, int entry)
+{
+	uint64_t h = ((uintptr_t)b >> 4) * 0x9e3779b97f4a7c15ULL;
+	struct count **slot, *c;
+
+	h ^= (uint64_t)phase * 0xff51afd7ed558ccdULL + (uint64_t)entry;
+	slot = &table[(h * 0xc4ceb9fe1a85ec53ULL) >> (64 - HASH_BITS)];
+	for (c = *slot; c; c = c->next)
+		if (c->block == b && c->phase == phase && c->entry == entry)
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		abort();
+	c->block = b;
+	c->phase = phase;
+	c->entry = entry;
+	c->next = *slot;
+	*slot = c;
+	return c;
+}
+
+static void block_exec(unsigned int vcpu, void *userdata)
+{
+	struct block *b = userdata;
+
+	if (b->module) {
+		cur_entry = 0;
+		from_module = true;
+		return;
+	}
+	if (b->phase && from_module && cur_phase < MAX_PHASES - 1)
+		cur_phase++;
+	from_module = false;
+	if (b->entry && !cur_entry)
+		cur_entry = b->entry;
+	if (cur_entry && timed)
+		lookup(b, cur_phase, cur_entry)->execs++;
+}
+
+static void clock_read(unsigned int vcpu, void *userdata)
+{
+	timed = !timed;
+	clock_reads++;
+}
+
+/* rdtsc (0f 31) or rdtscp (0f 01 f9), with any prefixes. */
+static bool is_clock_read(const unsigned char *code, size_t len)
+{
+	if (len >= 2 && code[len - 2] == 0x0f && code[len - 1] == 0x31)
+		return true;
+	return len >= 3 && code[len - 3] == 0x0f && code[len - 2] == 0x01 &&
+	       code[len - 1] == 0xf9;
+}
+
+static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
+	struct block *b;
+	int i;
+
+	if (vaddr < KERNEL_START)
+		return;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		abort();
+	b->vaddr = vaddr;
+	b->insns = qemu_plugin_tb_n_insns(tb);
+	b->module = vaddr >= MODULES_START;
+	b->phase = vaddr == phase_addr;
+	for (i = 0; i < nr_entries; i++)
+		if (vaddr == entries[i])
+			b->entry = i + 1;
+	if (b->module) {
+		size_t k, n = qemu_plugin_tb_n_insns(tb);
+
+		for (k = 0; k < n; k++) {
+			struct qemu_plugin_insn *insn =
+				qemu_plugin_tb_get_insn(tb, k);
+
+			if (is_clock_read(qemu_plugin_insn_data(insn),
+					  qemu_plugin_insn_size(insn)))
+				qemu_plugin_register_vcpu_insn_exec_cb(
+					insn, clock_read,
+					QEMU_PLUGIN_CB_NO_REGS, NULL);
+		}
+	}
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec,
+					     QEMU_PLUGIN_CB_NO_REGS, b);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *userdata)
+{
+	FILE *f = fopen(out_path, "w");
+	struct count *c;
+	size_t i;
+
+	if (!f) {
+		perror(out_path);
+		return;
+	}
+	/* Unpaired clock reads: the counts are not the timed regions'. */
+	fprintf(f, "# clock_reads %llu\n", clock_reads);
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		for (c = table[i]; c; c = c->next)
+			fprintf(f, "%u %d %llx %u %llu\n", c->phase, c->entry,
+				(unsigned long long)c->block->vaddr,
+				c->block->insns,
+				(unsigned long long)c->execs);
+	fclose(f);
+}
+
+__attribute__((visibility("default")))
+int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
+			int argc, char **argv)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "out=", 4)) {
+			out_path = argv[i] + 4;
+		} else if (!strncmp(argv[i], "e=", 2) &&
+			   nr_entries < MAX_ENTRIES) {
+			entries[nr_entries++] = strtoull(argv[i] + 2, NULL, 16);
+		} else if (!strncmp(argv[i], "p=", 2)) {
+			phase_addr = strtoull(argv[i] + 2, NULL, 16);
+		} else {
+			fprintf(stderr, "qemu-prof: unknown argument %s\n",
+				argv[i]);
+			return -1;
+		}
+	}
+	if (!out_path || !nr_entries) {
+		fprintf(stderr, "qemu-prof: out= and e= are required\n");
+		return -1;
+	}
+	qemu_plugin_register_vcpu_tb_trans_cb(id, block_trans);
+	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+	return 0;
+}
