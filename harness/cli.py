@@ -15,13 +15,13 @@ import bench
 import bench_each
 import boot
 import export
+import funcprof
 import kbuild
 import kconfig
 import kunit
 import kunit_each
 import net
 import packages
-import funcprof
 import stress
 import testcmd
 import tree
@@ -175,7 +175,7 @@ def parser() -> argparse.ArgumentParser:
                        "function inside the slab calls of benchmark rows, "
                        "base vs series (QEMU plugin): results/profile-*.md")
     p.add_argument("--alloc", default="slub",
-                   help="one of %s (default slub)" % ",".join(bench.BENCH_CONFIGS))
+                   help="one of %s (default slub)" % ",".join(funcprof.ALLOCS))
     p.add_argument("--tests", default="b",
                    help="test letters among %s (default b)" % funcprof.TESTS)
     p.add_argument("--sizes", default="34,1024",

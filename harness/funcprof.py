@@ -10,8 +10,10 @@ API's entry points, from a call by the benchmark module until the guest
 runs module code again: kmem_cache_alloc_bulk() and
 kmem_cache_free_bulk() for the bulk variants, kmem_cache_alloc() and
 kmem_cache_free() for the one-at-a-time loop.  Nothing runs in the guest:
-the counts are the guest's own instructions, exact, not a sample.  Each
-block is attributed to the kernel function it starts in (System.map).
+the counts are the guest's own instructions, not a sample (interrupts
+taken inside a slab call count with it, in their handlers' functions).
+Each block is attributed to the kernel function it starts in
+(System.map).
 
 Only the module's timed regions count: the plugin opens or closes one at
 each clock read (rdtsc, rdtscp) of module code, so a measurement's
@@ -21,7 +23,10 @@ prints (a call of _printk() from module code).  The module measures a
 row's loop and bulk variants between two of its lines and prints their R
 lines together; a row's counts are those of the last phase with slab
 calls before its R lines, over the objects of its variants.  Test c is
-left out: it measures three free orders between two lines.
+left out: it prints the R lines of its three free orders one after the
+other, which this grouping takes for one row.  So are the benchmark
+configs whose module runs kprobe handlers inside the slab calls
+(slub-stats, slob-lockhold): module code ends a call's count.
 """
 import argparse
 import bisect
@@ -31,7 +36,7 @@ import json
 import os
 import re
 import subprocess
-from typing import Any, Iterable
+from typing import Any
 
 import base
 import basetree
@@ -53,6 +58,8 @@ ENTRIES = (("kmem_cache_alloc_bulk", True), ("kmem_cache_free_bulk", True),
            ("kmem_cache_alloc", False), ("kmem_cache_free", False))
 PHASE_FUNCTION = "_printk"
 TESTS = "ab"
+# The benchmark configs whose module code runs only when the module runs.
+ALLOCS = ("slub", "slab", "slob", "slub-kfence")
 MODULE_LINE = re.compile(r"^\[\s*\d+\.\d+\] %s: (.*)$" % measure.BENCH_MODULE)
 TREES = ((measure.BASE_TREE, "base"), ("linux", "series"))
 DEFAULT_TOP = 20
@@ -77,13 +84,17 @@ class Row:
 
 
 def check_args(args: argparse.Namespace) -> tuple[str, str, list[int]]:
-    if args.alloc not in bench.BENCH_CONFIGS:
-        raise StageError("profile", "--alloc takes one of %s; got '%s'"
-                         % (",".join(bench.BENCH_CONFIGS), args.alloc))
+    if args.alloc not in ALLOCS:
+        why = (" (%s's kprobe handlers are module code inside the slab "
+               "calls)" % args.alloc if args.alloc in bench.BENCH_CONFIGS
+               else "")
+        raise StageError("profile", "--alloc takes one of %s; got '%s'%s"
+                         % (",".join(ALLOCS), args.alloc, why))
     tests = "".join(sorted(set(args.tests.replace(",", ""))))
     if not tests or any(t not in TESTS for t in tests):
         raise StageError("profile", "--tests takes letters among %s (test c "
-                         "times three free orders at once); got '%s'"
+                         "prints three free orders' R lines at once); got "
+                         "'%s'"
                          % (TESTS, args.tests))
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -139,22 +150,46 @@ def function_of(addrs: list[int], names: list[str], vaddr: int) -> str:
     return names[i] if i >= 0 else "?"
 
 
-def read_counts(path: str) -> Iterable[tuple[int, int, int, int]]:
-    """The plugin's lines: (phase, entry, vaddr, instructions)."""
+@dataclasses.dataclass
+class Counts:
+    """The plugin's output: its header lines and per block (phase, entry,
+    vaddr, instructions)."""
+    clock_reads: int
+    phases: int
+    vcpus: int
+    blocks: list[tuple[int, int, int, int]]
+
+
+def read_counts(path: str) -> Counts:
+    header: dict[str, int] = {}
+    blocks = []
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             parts = line.split()
-            if line.startswith("# clock_reads "):
-                if int(parts[2]) % 2:
-                    raise ValueError("%s: an odd number of clock reads (%s): "
-                                     "the timed regions are not pairs" % (
-                                         path, parts[2]))
+            if line.startswith("# ") and len(parts) == 3:
+                header[parts[1]] = int(parts[2])
                 continue
-            if len(parts) != 5:
-                raise ValueError("%s:%d: not 'PHASE ENTRY VADDR INSNS EXECS'"
-                                 % (path, lineno))
-            phase, entry = int(parts[0]), int(parts[1])
-            yield phase, entry, int(parts[2], 16), int(parts[3]) * int(parts[4])
+            if len(parts) != 6:
+                raise ValueError("%s:%d: not 'PHASE ENTRY VADDR INSNS EXECS "
+                                 "CUT'" % (path, lineno))
+            blocks.append((int(parts[0]), int(parts[1]), int(parts[2], 16),
+                           int(parts[3]) * int(parts[4]) - int(parts[5])))
+    missing = [k for k in ("clock_reads", "phases", "vcpus")
+               if k not in header]
+    if missing:
+        raise ValueError("%s: no '# %s' line" % (path, missing[0]))
+    if header["vcpus"] != 1:
+        raise ValueError("%s: %d vCPUs; the plugin counts for one (exact "
+                         "mode)" % (path, header["vcpus"]))
+    if header["clock_reads"] == 0:
+        raise ValueError("%s: the module read no TSC (rdtsc/rdtscp): no "
+                         "timed region to count" % path)
+    if header["clock_reads"] % 2:
+        raise ValueError("%s: an odd number of clock reads (%d): the timed "
+                         "regions are not pairs" % (path,
+                                                    header["clock_reads"]))
+    return Counts(header["clock_reads"], header["phases"], header["vcpus"],
+                  blocks)
 
 
 def module_lines(console: str) -> list[str]:
@@ -167,14 +202,19 @@ def module_lines(console: str) -> list[str]:
     return out
 
 
-def rows(console: str, counts: Iterable[tuple[int, int, int, int]],
+def rows(console: str, counts: Counts,
          addrs: list[int], names: list[str]) -> list[Row]:
     """Group the module's R lines (consecutive ones form a row) and give
     each the counts of the last phase with slab calls before it.  Phase k
     runs from the module's k-th console line to its (k+1)-th."""
     lines = module_lines(console)
+    if counts.phases != len(lines):
+        raise ValueError("the plugin saw %d calls of %s from module code, "
+                         "the console has %d module lines: phases and lines "
+                         "do not match" % (counts.phases, PHASE_FUNCTION,
+                                           len(lines)))
     per_phase: dict[int, dict[bool, collections.Counter[str]]] = {}
-    for phase, entry, vaddr, insns in counts:
+    for phase, entry, vaddr, insns in counts.blocks:
         if not 1 <= entry <= len(ENTRIES):
             raise ValueError("entry %d out of range" % entry)
         side = ENTRIES[entry - 1][1]
@@ -197,14 +237,24 @@ def rows(console: str, counts: Iterable[tuple[int, int, int, int]],
         # first; the last phase with calls after the previous row.
         work = [k for k in per_phase if last <= k <= first]
         last = i
-        if not work:
-            continue
-        k = max(work)
-        variants = {b: [r for r in group if ("bulk" in r.variant) == b]
-                    for b in (True, False)}
         if group[0].test not in TESTS:
             continue
-        out.append(Row(group[0].test, group[0].n, variants, per_phase[k]))
+        row = "test %s N=%d (%s)" % (group[0].test, group[0].n, "/".join(
+            r.variant for r in group))
+        if not work:
+            raise ValueError("%s: no slab calls counted before its R lines"
+                             % row)
+        calls = per_phase[max(work)]
+        variants = {b: [r for r in group if ("bulk" in r.variant) == b]
+                    for b in (True, False)}
+        for side in (True, False):
+            counted = sum(calls[side].values())
+            timed = sum(r.cycles for r in variants[side])
+            if counted > timed:
+                raise ValueError("%s: %d instructions counted in the slab "
+                                 "calls, more than the timed region's %d"
+                                 % (row, counted, timed))
+        out.append(Row(group[0].test, group[0].n, variants, calls))
     return out
 
 
@@ -272,7 +322,7 @@ def report(alloc: str, cmd: str, sides: dict[str, list[Row]],
             per: dict[str, tuple[float, float]] = {}
             for fn in set(b.insns[bulk]) | set(s.insns[bulk]):
                 per[fn] = (b.insns[bulk][fn] / bo, s.insns[bulk][fn] / so)
-            order = sorted(per, key=lambda f: -max(per[f]))
+            order = sorted(per, key=lambda f: (-max(per[f]), f))
             md.append("## test %s N=%d, %s (%s)" % (
                 b.test, b.n, side, "/".join(r.variant for r in
                                             b.variants[bulk])))

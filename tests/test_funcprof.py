@@ -37,9 +37,26 @@ CONSOLE = """\
 """
 
 
-def counts(rows):
-    """(phase, entry, vaddr, insns) tuples as read_counts() yields them."""
-    return [(p, e, v, n) for p, e, v, n in rows]
+def counts(blocks, phases=10):
+    """The plugin's output for CONSOLE (10 module lines): @blocks are
+    (phase, entry, vaddr, instructions)."""
+    return funcprof.Counts(clock_reads=8, phases=phases, vcpus=1,
+                           blocks=list(blocks))
+
+
+# Test a's shape where a row's calls sit in the phase that the previous
+# row's last R line opens: the worst-order free prints its human line
+# after its measurement.
+CONSOLE_A = """\
+[    0.1] slab_bulk_bench: test a: quick reuse
+[    0.2] slab_bulk_bench: bulk - fallback (loop) - bulk API
+[    0.3] slab_bulk_bench:  158 - 255 instructions - 70 instructions
+[    0.3] slab_bulk_bench: R test=a variant=skb_fallback n=158 size=208 objs=100 cycles=30000 empty=0
+[    0.3] slab_bulk_bench: R test=a variant=skb_bulk n=158 size=208 objs=100 cycles=8000 empty=0
+[    0.4] slab_bulk_bench: worst order free, alloc+free:   64 - 224 - 101
+[    0.4] slab_bulk_bench: R test=a variant=skb_worst_loop n=64 size=208 objs=64 cycles=20000 empty=0
+[    0.4] slab_bulk_bench: R test=a variant=skb_worst_bulk n=64 size=208 objs=64 cycles=9000 empty=0
+"""
 
 
 class Symbols(unittest.TestCase):
@@ -72,20 +89,29 @@ class Counts(unittest.TestCase):
             f.write(text)
         return path
 
-    def test_lines_give_instructions(self):
-        path = self.write("# clock_reads 4\n3 1 ffffffff81000100 12 5\n")
-        self.assertEqual(list(funcprof.read_counts(path)),
-                         [(3, 1, 0xffffffff81000100, 60)])
+    HEAD = "# clock_reads %d\n# phases 7\n# vcpus %d\n"
 
-    def test_odd_clock_reads_are_refused(self):
-        path = self.write("# clock_reads 3\n3 1 ffffffff81000100 12 5\n")
-        with self.assertRaisesRegex(ValueError, "odd number of clock reads"):
-            list(funcprof.read_counts(path))
+    def test_lines_give_instructions(self):
+        path = self.write(self.HEAD % (4, 1) + "3 1 ffffffff81000100 12 5 2\n")
+        c = funcprof.read_counts(path)
+        self.assertEqual((c.clock_reads, c.phases, c.vcpus), (4, 7, 1))
+        # 5 runs of 12 instructions, two of them without their last
+        self.assertEqual(c.blocks, [(3, 1, 0xffffffff81000100, 58)])
+
+    def test_bad_headers_are_refused(self):
+        for head, msg in ((self.HEAD % (3, 1), "odd number of clock reads"),
+                          (self.HEAD % (0, 1), "read no TSC"),
+                          (self.HEAD % (4, 2), "2 vCPUs"),
+                          ("# clock_reads 4\n# vcpus 1\n", "no '# phases'")):
+            with self.subTest(msg=msg):
+                path = self.write(head + "3 1 ffffffff81000100 12 5 0\n")
+                with self.assertRaisesRegex(ValueError, msg):
+                    funcprof.read_counts(path)
 
     def test_malformed_line_is_refused(self):
-        path = self.write("3 1 ffffffff81000100 12\n")
-        with self.assertRaisesRegex(ValueError, ":1: not 'PHASE ENTRY"):
-            list(funcprof.read_counts(path))
+        path = self.write(self.HEAD % (4, 1) + "3 1 ffffffff81000100 12 5\n")
+        with self.assertRaisesRegex(ValueError, ":4: not 'PHASE ENTRY"):
+            funcprof.read_counts(path)
 
 
 class Rows(unittest.TestCase):
@@ -125,7 +151,33 @@ class Rows(unittest.TestCase):
 
     def test_entry_out_of_range_is_refused(self):
         with self.assertRaisesRegex(ValueError, "entry 9"):
-            funcprof.rows(CONSOLE, [(2, 9, 0xffffffff81000110, 1)],
+            funcprof.rows(CONSOLE, counts([(2, 9, 0xffffffff81000110, 1)]),
+                          self.addrs, self.names)
+
+    def test_row_in_the_phase_its_previous_row_opens(self):
+        c = counts([(3, 1, 0xffffffff81000110, 2000),   # skb N=158
+                    (5, 2, 0xffffffff81000210, 3000),   # worst order
+                    (5, 4, 0xffffffff81000510, 7000)], phases=8)
+        skb, worst = funcprof.rows(CONSOLE_A, c, self.addrs, self.names)
+        self.assertEqual(sum(skb.insns[True].values()), 2000)
+        self.assertEqual((worst.n, sum(worst.insns[True].values()),
+                          sum(worst.insns[False].values())), (64, 3000, 7000))
+
+    def test_phases_must_match_the_module_lines(self):
+        with self.assertRaisesRegex(ValueError, "saw 9 calls of _printk"):
+            funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1)],
+                                          phases=9), self.addrs, self.names)
+
+    def test_a_row_without_calls_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "N=34 .*no slab calls"):
+            funcprof.rows(CONSOLE, counts([(6, 2, 0xffffffff81000210, 1)]),
+                          self.addrs, self.names)
+
+    def test_more_than_the_timed_region_is_refused(self):
+        with self.assertRaisesRegex(ValueError, "more than the timed "
+                                    "region's 110000"):
+            funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110,
+                                            110001)]),
                           self.addrs, self.names)
 
     def test_report_per_object_base_vs_series(self):
@@ -145,10 +197,12 @@ class Rows(unittest.TestCase):
                                                   "series": 100.0})
 
     def test_report_refuses_different_rows(self):
-        one = funcprof.rows(CONSOLE, [(2, 1, 0xffffffff81000110, 1)],
+        one = funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1),
+                                             (6, 2, 0xffffffff81000210, 1)]),
                             self.addrs, self.names)
-        two = funcprof.rows(CONSOLE, [(2, 1, 0xffffffff81000110, 1),
-                                      (6, 2, 0xffffffff81000210, 1)],
+        two = funcprof.rows(CONSOLE_A, counts([(3, 1, 0xffffffff81000110, 1),
+                                               (5, 1, 0xffffffff81000110, 1)],
+                                              phases=8),
                             self.addrs, self.names)
         with self.assertRaisesRegex(StageError, "different rows"):
             funcprof.report("slub", "x", {"base": one, "series": two}, 5)
@@ -166,6 +220,7 @@ class Args(unittest.TestCase):
 
     def test_bad_arguments_are_named(self):
         for kw, msg in ((dict(alloc="slob2"), "--alloc takes one of"),
+                        (dict(alloc="slub-stats"), "kprobe handlers"),
                         (dict(tests="c"), "--tests takes letters among ab"),
                         (dict(sizes="x"), "--sizes takes a comma list"),
                         (dict(sizes="0"), "--sizes takes a comma list"),

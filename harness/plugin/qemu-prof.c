@@ -4,22 +4,38 @@
  *
  * Counts the guest instructions of every translated block that runs while
  * the guest is inside one of the kernel functions named with e=ADDR (the
- * slab API's entry points), from the entry until the guest runs module
- * code again (the benchmark module is the only caller of interest; its
- * code lies at or above MODULES_VADDR, the kernel's text below), and only
- * inside the module's timed regions: each rdtsc or rdtscp that module code
- * runs (the benchmark's clock reads, which come in pairs) opens or closes
- * one.  A block that an interrupt or an icount deadline cuts short is
- * counted whole.
+ * slab API's entry points), from a call by module code until the guest
+ * runs module code again (the benchmark module is the only caller of
+ * interest; its code lies at or above MODULES_VADDR, the kernel's text
+ * below), and only inside the module's timed regions: each rdtsc or
+ * rdtscp that module code runs (the benchmark's clock reads, which come in
+ * pairs) opens or closes one.  Interrupts taken inside such a call count
+ * with it.  A block that an exception cuts short is counted whole.
+ *
+ * QEMU 7.2's x86 translator ends a block before an instruction that
+ * crosses a page, unless it is the block's first, and translates it again
+ * as the first of the next block; the plugin API still lists it, with the
+ * bytes read before the translator gave up, as the first block's last.
+ * So when a block's successor starts at the address of the block's last
+ * instruction and that instruction is longer there, the block's last
+ * instruction did not run: the block's count for that run is cut by one.
+ * (A rep string instruction, which jumps to itself, starts its successor
+ * at its own address too, but with the same length.)
+ *
+ * One vCPU only (exact mode): the state below is not per vCPU.  A second
+ * vCPU is reported in the output and the counts are refused.
  *
  * Phases: every call of the function at p=ADDR (_printk()) made straight
  * from module code starts a new phase, so that the counts can be matched
  * with the module's console lines.
  *
- * Output (out=PATH): a line "# clock_reads N" (N must be even), then one
- * line per (phase, entry, block) that ran:
- *   PHASE ENTRY VADDR INSNS EXECS
- * where ENTRY is the 1-based index of the e= argument.
+ * Output (out=PATH): lines "# clock_reads N" (N must be even), "# phases N"
+ * (the calls of p= from module code) and "# vcpus N", then one line per
+ * (phase, entry, block) that ran:
+ *   PHASE ENTRY VADDR INSNS EXECS CUT
+ * where ENTRY is the 1-based index of the e= argument and CUT the runs
+ * whose last instruction did not run (see above): the block ran
+ * INSNS * EXECS - CUT instructions.
  *
  * Written for QEMU 7.2's plugin API (QEMU_PLUGIN_VERSION 1).  Debian 12
  * ships QEMU with plugin support but without qemu-plugin.h, so the few
@@ -42,6 +58,7 @@ enum qemu_plugin_cb_flags {
 typedef void (*tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
 typedef void (*vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
 typedef void (*udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+typedef void (*vcpu_simple_cb_t)(qemu_plugin_id_t id, unsigned int vcpu_index);
 struct qemu_plugin_insn;
 
 void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
@@ -56,6 +73,9 @@ struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb
 						 size_t idx);
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
 size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_vcpu_init_cb(qemu_plugin_id_t id,
+				       vcpu_simple_cb_t cb);
 void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
 					    vcpu_udata_cb_t cb,
 					    enum qemu_plugin_cb_flags flags,
@@ -68,11 +88,12 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 #define MODULES_START	0xffffffffa0000000ULL
 #define KERNEL_START	0xffff800000000000ULL
 #define MAX_ENTRIES	8
-#define MAX_PHASES	8192
 
 /* A translated block: its address, size and whether it is an entry. */
 struct block {
 	uint64_t vaddr;
+	uint64_t last_vaddr;	/* of its last instruction */
+	unsigned int last_size, first_size;
 	unsigned int insns;
 	int entry;		/* 1-based index of an e= address, or 0 */
 	bool module;		/* module code: leaves any entry */
@@ -85,6 +106,7 @@ struct count {
 	unsigned int phase;
 	int entry;
 	uint64_t execs;
+	uint64_t cut;
 };
 
 static uint64_t entries[MAX_ENTRIES];
@@ -98,6 +120,10 @@ static bool from_module;
 static unsigned int cur_phase;
 static bool timed;
 static unsigned long long clock_reads;
+static unsigned int nr_vcpus;
+/* The block that ran last, and its count if it was counted. */
+static struct block *prev_block;
+static struct count *prev_count;
 
 /* Counts hashed by (block, phase, entry). */
 #define HASH_BITS	20
@@ -128,18 +154,26 @@ static void block_exec(unsigned int vcpu, void *userdata)
 {
 	struct block *b = userdata;
 
+	if (prev_count && prev_block->insns > 1 &&
+	    prev_block->last_vaddr == b->vaddr &&
+	    prev_block->last_size < b->first_size)
+		prev_count->cut++;
+	prev_block = b;
+	prev_count = NULL;
 	if (b->module) {
 		cur_entry = 0;
 		from_module = true;
 		return;
 	}
-	if (b->phase && from_module && cur_phase < MAX_PHASES - 1)
+	if (b->phase && from_module)
 		cur_phase++;
-	from_module = false;
-	if (b->entry && !cur_entry)
+	if (b->entry && !cur_entry && from_module)
 		cur_entry = b->entry;
-	if (cur_entry && timed)
-		lookup(b, cur_phase, cur_entry)->execs++;
+	from_module = false;
+	if (cur_entry && timed) {
+		prev_count = lookup(b, cur_phase, cur_entry);
+		prev_count->execs++;
+	}
 }
 
 static void clock_read(unsigned int vcpu, void *userdata)
@@ -148,18 +182,24 @@ static void clock_read(unsigned int vcpu, void *userdata)
 	clock_reads++;
 }
 
-/* rdtsc (0f 31) or rdtscp (0f 01 f9), with any prefixes. */
+/* rdtsc (0f 31) or rdtscp (0f 01 f9), without prefixes. */
 static bool is_clock_read(const unsigned char *code, size_t len)
 {
-	if (len >= 2 && code[len - 2] == 0x0f && code[len - 1] == 0x31)
-		return true;
-	return len >= 3 && code[len - 3] == 0x0f && code[len - 2] == 0x01 &&
-	       code[len - 1] == 0xf9;
+	if (len == 2)
+		return code[0] == 0x0f && code[1] == 0x31;
+	return len == 3 && code[0] == 0x0f && code[1] == 0x01 &&
+	       code[2] == 0xf9;
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu_index)
+{
+	nr_vcpus++;
 }
 
 static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t vaddr = qemu_plugin_tb_vaddr(tb);
+	size_t k, n = qemu_plugin_tb_n_insns(tb);
 	struct block *b;
 	int i;
 
@@ -169,15 +209,16 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	if (!b)
 		abort();
 	b->vaddr = vaddr;
-	b->insns = qemu_plugin_tb_n_insns(tb);
+	b->insns = n;
+	b->first_size = qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, 0));
+	b->last_vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, n - 1));
+	b->last_size = qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, n - 1));
 	b->module = vaddr >= MODULES_START;
 	b->phase = vaddr == phase_addr;
 	for (i = 0; i < nr_entries; i++)
 		if (vaddr == entries[i])
 			b->entry = i + 1;
 	if (b->module) {
-		size_t k, n = qemu_plugin_tb_n_insns(tb);
-
 		for (k = 0; k < n; k++) {
 			struct qemu_plugin_insn *insn =
 				qemu_plugin_tb_get_insn(tb, k);
@@ -205,13 +246,16 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 	}
 	/* Unpaired clock reads: the counts are not the timed regions'. */
 	fprintf(f, "# clock_reads %llu\n", clock_reads);
+	fprintf(f, "# phases %u\n", cur_phase);
+	fprintf(f, "# vcpus %u\n", nr_vcpus);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		for (c = table[i]; c; c = c->next)
-			fprintf(f, "%u %d %llx %u %llu\n", c->phase, c->entry,
-				(unsigned long long)c->block->vaddr,
-				c->block->insns,
-				(unsigned long long)c->execs);
-	fclose(f);
+			fprintf(f, "%u %d %llx %u %llu %llu\n", c->phase,
+				c->entry, (unsigned long long)c->block->vaddr,
+				c->block->insns, (unsigned long long)c->execs,
+				(unsigned long long)c->cut);
+	if (ferror(f) | fclose(f))
+		perror(out_path);
 }
 
 __attribute__((visibility("default")))
@@ -223,8 +267,12 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 	for (i = 0; i < argc; i++) {
 		if (!strncmp(argv[i], "out=", 4)) {
 			out_path = argv[i] + 4;
-		} else if (!strncmp(argv[i], "e=", 2) &&
-			   nr_entries < MAX_ENTRIES) {
+		} else if (!strncmp(argv[i], "e=", 2)) {
+			if (nr_entries == MAX_ENTRIES) {
+				fprintf(stderr, "qemu-prof: more than %d e=\n",
+					MAX_ENTRIES);
+				return -1;
+			}
 			entries[nr_entries++] = strtoull(argv[i] + 2, NULL, 16);
 		} else if (!strncmp(argv[i], "p=", 2)) {
 			phase_addr = strtoull(argv[i] + 2, NULL, 16);
@@ -238,6 +286,7 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 		fprintf(stderr, "qemu-prof: out= and e= are required\n");
 		return -1;
 	}
+	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
 	qemu_plugin_register_vcpu_tb_trans_cb(id, block_trans);
 	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
 	return 0;
