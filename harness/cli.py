@@ -13,6 +13,7 @@ from types import FrameType
 import base
 import bench
 import bench_each
+import benchprev
 import boot
 import export
 import funcprof
@@ -40,7 +41,8 @@ def parser() -> argparse.ArgumentParser:
     def tree_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--tree", default="linux", choices=list(kconfig.TREES),
                        help="source tree: linux (the series), linux-base "
-                       "(the benchmark's base), bisect (per-patch builds)")
+                       "(the benchmark's base), bisect (per-patch builds), "
+                       "prev (an earlier posting, ./bulk bench-prev)")
 
     def mode_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--mode", choices=list(boot.MODES), default="exact",
@@ -118,6 +120,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rows", default="", metavar="T/VARIANT:N,N ...",
                    help="with --table: the rows, e.g. 'a/bulk:8,64,128 "
                    "c/order_bulk:16 e/kmalloc:64 a/single:1'")
+    p = sub.add_parser("bench-prev", help="the benchmark on base, an earlier "
+                       "posting (a commit's patches/) and the series, one "
+                       "module: results/bench-prev-REV-ALLOCS.md")
+    p.add_argument("--rev", required=True, metavar="REV",
+                   help="the commit of this repository whose patches/ is the "
+                   "earlier posting (e.g. v1's)")
+    p.add_argument("--alloc", default="slub",
+                   help="comma list of %s (default slub)"
+                   % ",".join(benchprev.ALLOCS))
+    p.add_argument("--tests", default=bench_each.DEFAULT_TESTS,
+                   help="test letters among %s (default %s)"
+                   % (bench_each.TESTS, bench_each.DEFAULT_TESTS))
     p = sub.add_parser("test", help="the test command (README); CI runs it",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="step groups, in the order they run:\n" + "\n".join(
@@ -220,6 +234,8 @@ def dispatch(args: argparse.Namespace) -> int:
                          res.log, "\n".join(res.problems))
     elif args.cmd == "bench-each":
         return bench_each.main(args)
+    elif args.cmd == "bench-prev":
+        return benchprev.main(args)
     elif args.cmd == "kunit-each":
         return 1 if kunit_each.each_patch() else 0
     elif args.cmd == "test":

@@ -22,6 +22,10 @@ TREE = os.path.join(BUILD, "linux")
 BENCH_BASE_TREE = os.path.join(BUILD, "linux-base")
 BISECT_ROOT = os.path.join(BUILD, "bisect")
 BISECT_TREE = os.path.join(BISECT_ROOT, "linux")
+# An earlier posting of the series (./bulk bench-prev), laid out as the
+# bisect worktree is, for the same reason.
+PREV_ROOT = os.path.join(BUILD, "prev")
+PREV_TREE = os.path.join(PREV_ROOT, "linux")
 LOGS = os.path.join(BUILD, "logs")
 PATCHES = os.environ.get("SLABBULK_PATCHES", os.path.join(REPO, "patches"))
 CONFIGS = os.path.join(REPO, "configs")
@@ -227,17 +231,22 @@ def run(cmd: Sequence[str], step: str, log: str, cwd: Optional[str] = None,
         raise StageError(step, "%s failed (%s)" % (" ".join(cmd[:3]), rc), log)
 
 
+def parse_kv(text: str) -> dict[str, str]:
+    """KEY=VALUE lines (comments with #)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        k, _, v = line.partition("=")
+        out[k.strip()] = v.strip()
+    return out
+
+
 def read_kv(path: str) -> dict[str, str]:
     """Read a KEY=VALUE file (comments with #)."""
-    out = {}
     with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            k, _, v = line.partition("=")
-            out[k.strip()] = v.strip()
-    return out
+        return parse_kv(f.read())
 
 
 def write_kv(path: str, kv: Mapping[str, str], header: str) -> None:

@@ -64,7 +64,7 @@ def unexported_work(tree: str, patches: str) -> list[str]:
     if not os.path.isdir(os.path.join(tree, ".git")):
         return []
     reasons = []
-    if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
+    if am_in_progress(tree, "tree"):
         reasons.append("a 'git am' is in progress in build/linux")
     st = git(tree, "tree", "status", "--porcelain")
     if st.strip():
@@ -100,6 +100,13 @@ def diff_digest(tree: str, step: str) -> str:
     return hashlib.sha256(diff.encode()).hexdigest()[:16] if diff else ""
 
 
+def am_in_progress(tree: str, step: str) -> bool:
+    """Is a 'git am' stopped half way in @tree?  A worktree keeps that
+    state in its own git dir, not in @tree/.git."""
+    path = git(tree, step, "rev-parse", "--git-path", "rebase-apply").strip()
+    return os.path.isdir(os.path.join(tree, path))
+
+
 @contextlib.contextmanager
 def kept_as_is(tree: str, step: str) -> Iterator[None]:
     """Put the tree back on its branch and commit when the body fails or is
@@ -109,7 +116,7 @@ def kept_as_is(tree: str, step: str) -> Iterator[None]:
     try:
         yield
     except BaseException:
-        if os.path.isdir(os.path.join(tree, ".git", "rebase-apply")):
+        if am_in_progress(tree, step):
             git(tree, step, "am", "--abort")
         if branch:
             git(tree, step, "checkout", "-q", "-f", "-B", branch, head)

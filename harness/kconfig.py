@@ -18,7 +18,8 @@ from types import ModuleType
 
 import gitrepo
 from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
-                    TREE, StageError, log_path, need_tools, rel, run, say)
+                    PREV_ROOT, PREV_TREE, TREE, StageError, log_path,
+                    need_tools, rel, run, say)
 
 CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
@@ -88,6 +89,7 @@ TREES = {t.name: t for t in (
     Tree("linux", TREE, os.path.join(BUILD, "o"), BUILD),
     Tree("linux-base", BENCH_BASE_TREE, os.path.join(BUILD, "o"), BUILD),
     Tree("bisect", BISECT_TREE, os.path.join(BISECT_ROOT, "o"), BISECT_ROOT),
+    Tree("prev", PREV_TREE, os.path.join(PREV_ROOT, "o"), PREV_ROOT),
 )}
 
 

@@ -31,7 +31,7 @@ def create(force: bool = False) -> list[str]:
     gitrepo.refuse_unexported(TREE, PATCHES, force, "tree")
     log = log_path("tree.log")
     open(log, "w").close()
-    if os.path.isdir(os.path.join(TREE, ".git", "rebase-apply")):
+    if gitrepo.am_in_progress(TREE, "tree"):
         gitrepo.git(TREE, "tree", "am", "--abort")
     apply_series(TREE, files, log, st.drift)
     say("tree: build/linux = base + %d patch(es) on branch '%s'" % (
