@@ -14,12 +14,13 @@ import hashlib
 import importlib.util
 import os
 import re
+import subprocess
 from types import ModuleType
 
 import gitrepo
 from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
-                    PREV_ROOT, PREV_TREE, TREE, StageError, log_path,
-                    need_tools, rel, run, say)
+                    PREV_ROOT, PREV_TREE, TREE, StageError, capture, log_path,
+                    need_tools, read_kv, rel, run, say, write_kv)
 
 CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
@@ -189,17 +190,107 @@ def make_cmd(t: Tree, config: str, *targets: str) -> list[str]:
     return ["make", "-C", t.src, "O=" + t.out_dir(config)] + MAKE_VARS + list(targets)
 
 
+# In an O= dir: what its .config was written and verified from (KEY) and
+# the .config's own hash (CONFIG), written by configure() after a good
+# verification.
+CONFIG_KEY = "harness.config-key"
+# Programs whose answers Kconfig's $(shell,...) probes record in a .config
+# (scripts/Kconfig.include, init/Kconfig): compiler, assembler, linker,
+# pahole, Rust, the GCC plugin headers.  A missing one counts as an answer.
+CONFIG_TOOLS = (["gcc", "--version"],
+                ["gcc", "-Wa,--version", "-c", "-x", "c", "/dev/null",
+                 "-o", "/dev/null"],
+                ["gcc", "-print-file-name=plugin"], ["ld", "--version"],
+                ["pahole", "--version"], ["rustc", "--version"],
+                ["bindgen", "--version"])
+# Environment variables the kernel's Makefile or Kconfig read (and every
+# KCONFIG_*), besides the make variables the harness passes.
+CONFIG_ENV = ("LLVM", "LLVM_IAS", "CROSS_COMPILE", "USERCFLAGS",
+              "USERLDFLAGS", "KCFLAGS", "KAFLAGS", "KBUILD_KCONFIG")
+# Files of the tree besides the Kconfig files that the config step runs
+# or reads: the top Makefiles (tool names, versions), scripts/ (the probe
+# scripts and scripts/kconfig), and the KUnit parser verify() uses.
+CONFIG_FILES = ("Makefile", "arch/x86/Makefile",
+                "tools/testing/kunit/kunit_config.py")
+
+
+def is_config_input(path: str) -> bool:
+    """Can a change to @path change what configure() writes?"""
+    return (os.path.basename(path).startswith("Kconfig")
+            or path.startswith("scripts/") or path in CONFIG_FILES)
+
+
+def tool_answer(cmd: list[str]) -> str:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True,
+                           errors="replace", stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return "%s: missing" % cmd[0]
+    return "%d %s %s" % (p.returncode, p.stdout, p.stderr)
+
+
+def config_key(name: str, t: Tree) -> str | None:
+    """What configure() writes depends on: the fragments, the tree's
+    Kconfig files and the other inputs above (index blob ids, equal to
+    HEAD's in a clean tree), the make variables, the environment, the
+    toolchain and this module's own code.  None when one of those files
+    differs from HEAD: then configure() always runs."""
+    env = {"GIT_OPTIONAL_LOCKS": "0"}
+    changed = capture(["git", "diff", "--no-renames", "--name-only", "-z",
+                       "HEAD"], "config", cwd=t.src, env=env).split("\0")
+    if any(is_config_input(path) for path in changed if path):
+        return None
+    inputs = capture(["git", "ls-files", "-s", "-z", "--",
+                      ":(glob)**/Kconfig*", "scripts/"] + list(CONFIG_FILES),
+                     "config", cwd=t.src, env=env)
+    h = hashlib.sha256()
+    parts = [fragment_digest(name), " ".join(MAKE_VARS), inputs,
+             file_digest(os.path.abspath(__file__))]
+    parts += ["%s=%s" % (k, v) for k, v in sorted(os.environ.items())
+              if k in CONFIG_ENV or k.startswith("KCONFIG_")]
+    parts += [tool_answer(cmd) for cmd in CONFIG_TOOLS]
+    for part in parts:
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def file_digest(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:16]
+
+
+def is_configured(out: str, key: str | None) -> bool:
+    """Does @out hold a .config that configure() wrote and verified from
+    @key, unchanged since (kbuild's syncconfig rewrites it when the
+    environment it depends on moved)?"""
+    path = os.path.join(out, CONFIG_KEY)
+    config = os.path.join(out, ".config")
+    if key is None or not os.path.exists(path) or not os.path.exists(config):
+        return False
+    kv = read_kv(path)
+    return kv.get("KEY") == key and kv.get("CONFIG") == file_digest(config)
+
+
 def configure(name: str, tree_name: str = "linux") -> str:
     """Write and verify the .config of build/o/<tree>-<name>.
 
-    Runs every time (a few seconds): whether a fragment line can take effect
-    depends on the tree's Kconfig files as well, which move with the series.
-    kbuild rewrites include/generated/autoconf.h only when it changes, so an
-    unchanged result costs no rebuild."""
+    Whether a fragment line can take effect depends on the tree's Kconfig
+    files as well, which move with the series: it runs again (a few
+    seconds) whenever config_key() changes, and is skipped while the
+    fragments, those files and the toolchain are what the O= dir's .config
+    was verified from.  kbuild rewrites include/generated/autoconf.h only
+    when it changes, so an unchanged result costs no rebuild."""
     t = tree(tree_name)
     files = fragment_files(name)
     out = t.out_dir(name)
     os.makedirs(out, exist_ok=True)
+    key = config_key(name, t)
+    if is_configured(out, key):
+        say("config: %s (%s) unchanged since verified -> %s" % (
+            name, " + ".join(CONFIG_SETS[name]), rel(out)))
+        return out
+    if os.path.exists(os.path.join(out, CONFIG_KEY)):
+        os.remove(os.path.join(out, CONFIG_KEY))
     log = log_path("config-%s-%s.log" % (tree_name, name))
     open(log, "w").close()
     frag = os.path.join(out, "harness.fragment")
@@ -217,6 +308,10 @@ def configure(name: str, tree_name: str = "linux") -> str:
     if bad:
         raise StageError("config", "%s: %d line(s) of configs/ did not take "
                          "effect" % (name, len(bad)), log, "\n".join(bad))
+    if key is not None:
+        write_kv(os.path.join(out, CONFIG_KEY),
+                 {"KEY": key, "CONFIG": file_digest(os.path.join(out, ".config"))},
+                 "written by ./bulk config: what .config was verified from")
     say("config: %s (%s) ok -> %s" % (name, " + ".join(CONFIG_SETS[name]),
                                      rel(out)))
     return out

@@ -15,7 +15,7 @@ import gitrepo
 import kbuild
 import kconfig
 import tree
-from common import BUILD, TREE, Interrupted, StageError
+from common import BUILD, TREE, Interrupted, StageError, write_kv
 from hermetic import git
 from fakes import CONSOLE, fake_kernel, fake_qemu
 from lock import BuildLock
@@ -133,6 +133,126 @@ class MisspelledConfig(unittest.TestCase):
         for line in ("CONFIG_SLUB = y", "SLUB=y", "CONFIG_SLUB=y trailing"):
             with self.assertRaisesRegex(StageError, "frag: Failed to parse"):
                 self.verify(line + "\n", "")
+
+
+class ConfigSkipped(unittest.TestCase):
+    """configure() runs again whenever what a .config depends on moved,
+    and only then."""
+
+    def setUp(self):
+        hermetic.make_repo(TREE)
+        for path in ("mm/Kconfig", "scripts/kconfig/conf.c", "Makefile"):
+            os.makedirs(os.path.dirname(os.path.join(TREE, path)), exist_ok=True)
+            with open(os.path.join(TREE, path), "w") as f:
+                f.write("x\n")
+        git(TREE, "add", "-A")
+        git(TREE, "commit", "-q", "-m", "kconfig")
+        self.t = kconfig.tree("linux")
+
+    def key(self, name="slub"):
+        return kconfig.config_key(name, self.t)
+
+    def commit(self, path, text="y\n"):
+        with open(os.path.join(TREE, path), "a") as f:
+            f.write(text)
+        git(TREE, "commit", "-q", "-a", "-m", "change " + path)
+
+    def test_key_follows_kconfig_files_fragments_and_tools(self):
+        k = self.key()
+        self.assertEqual(self.key(), k)
+        self.assertNotEqual(self.key("slab"), k)
+        self.commit("mm/slub.c")
+        self.assertEqual(self.key(), k)
+        seen = {k}
+        for path in ("mm/Kconfig", "scripts/kconfig/conf.c"):
+            self.commit(path)
+            seen.add(self.key())
+        self.assertEqual(len(seen), 3)
+        k = self.key()
+        real = kconfig.tool_answer
+        for tool in ("gcc", "ld", "pahole"):
+            with mock.patch.object(kconfig, "tool_answer", side_effect=lambda
+                                   cmd, tool=tool: "other" if cmd[0] == tool
+                                   else real(cmd)):
+                self.assertNotEqual(self.key(), k, tool)
+        with mock.patch.object(kconfig, "MAKE_VARS", kconfig.MAKE_VARS + ["W=1"]):
+            self.assertNotEqual(self.key(), k)
+        for var in ("LLVM", "KCONFIG_WARN"):
+            with mock.patch.dict(os.environ, {var: "1"}):
+                self.assertNotEqual(self.key(), k, var)
+        self.assertEqual(self.key(), k)
+
+    def test_uncommitted_input_change_always_configures(self):
+        git(TREE, "mv", "mm/Kconfig", "mm/Kconfig.old")  # staged rename
+        self.assertIsNone(self.key())
+        git(TREE, "reset", "-q", "--hard")
+        with open(os.path.join(TREE, "mm", "slub.c"), "a") as f:
+            f.write("not a config input\n")
+        self.assertIsNotNone(self.key())
+        with open(os.path.join(TREE, "scripts", "kconfig", "conf.c"), "a") as f:
+            f.write("dirty\n")
+        self.assertIsNone(self.key())
+        self.assertFalse(kconfig.is_configured(self.t.out_dir("slub"), None))
+
+    def configure_with(self, bad):
+        """configure() with the kernel's tools replaced: the make steps
+        write a .config, verify() answers @bad."""
+        out = self.t.out_dir("slub")
+
+        def fake_run(cmd, step, log, cwd=None, env=None):
+            os.makedirs(out, exist_ok=True)
+            for name in ("harness.fragment", ".config"):
+                with open(os.path.join(out, name), "w") as f:
+                    f.write("CONFIG_SLUB=y\n")
+        with mock.patch.object(kconfig, "run", side_effect=fake_run) as run, \
+                mock.patch.object(kconfig, "kunit_config"), \
+                mock.patch.object(kconfig, "declared_symbols"), \
+                mock.patch.object(kconfig, "verify", return_value=bad):
+            try:
+                kconfig.configure("slub")
+            except StageError as e:
+                if not bad:
+                    raise
+                self.assertIn("did not take effect", str(e))
+            return run.call_count, os.path.exists(
+                os.path.join(out, kconfig.CONFIG_KEY))
+
+    def test_key_written_only_after_a_good_verification(self):
+        self.assertEqual(self.configure_with(["CONFIG_X: bad"]), (3, False))
+        self.assertEqual(self.configure_with([]), (3, True))
+        self.assertEqual(self.configure_with([]), (0, True))
+        self.commit("mm/Kconfig")
+        self.assertEqual(self.configure_with(["CONFIG_X: bad"]), (3, False))
+        self.assertEqual(self.configure_with(["CONFIG_X: bad"]), (3, False))
+
+    def test_configure_skipped_only_for_the_verified_config(self):
+        out = self.t.out_dir("slub")
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, ".config"), "w") as f:
+            f.write("CONFIG_SLUB=y\n")
+        write_kv(os.path.join(out, kconfig.CONFIG_KEY),
+                 {"KEY": self.key(), "CONFIG": kconfig.file_digest(
+                     os.path.join(out, ".config"))}, "test")
+        with mock.patch.object(kconfig, "run", side_effect=AssertionError(
+                "configured again")):
+            self.assertEqual(kconfig.configure("slub"), out)
+        # Another key, or a .config that kbuild or a hand changed since:
+        # configured again, and the key file goes first (a failed run
+        # leaves none).
+
+        def touch_config():
+            with open(os.path.join(out, ".config"), "a") as f:
+                f.write("# changed\n")
+        for change in (lambda: self.commit("mm/Kconfig"), touch_config):
+            write_kv(os.path.join(out, kconfig.CONFIG_KEY),
+                     {"KEY": self.key(), "CONFIG": kconfig.file_digest(
+                         os.path.join(out, ".config"))}, "test")
+            change()
+            with mock.patch.object(kconfig, "run", side_effect=StageError(
+                    "config", "ran")):
+                with self.assertRaisesRegex(StageError, "ran"):
+                    kconfig.configure("slub")
+            self.assertFalse(os.path.exists(os.path.join(out, kconfig.CONFIG_KEY)))
 
 
 class Interrupt(unittest.TestCase):
