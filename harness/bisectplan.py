@@ -1,21 +1,44 @@
-"""The test command's bisect policy: every patch builds on SLUB; a patch
-touching code shared with SLAB or SLOB builds there too; the full series
-builds on all three.
+"""The every-patch build check (./bulk bisect): every patch builds on SLUB; a
+patch touching code shared with SLAB or SLOB builds there too; the full
+series builds on all three, and on SLUB without SLUB_DEBUG.
 
 All of it runs in a worktree of its own, build/bisect/linux, never in the
 user's build/linux: one O= dir per config under build/bisect/o/, kept
-between runs, so that each build is incremental from the one before.  Each
-config's sequence ends at the tip, whose kernels the test command's debug,
-KUnit, boot and bench steps then use: no build is made twice.
+between runs, so that each build is incremental from the one before.
+
+It is a command of its own, not a step of ./bulk test: about 100 builds,
+about an hour on a cold ccache, which would take the test command far
+past its hour.  It records what it built from in results/bisect.json (the code of
+every patch, patches/BASE, the config fragments, the planned builds) with
+every build's outcome; the test command checks that the record is of the
+series as it stands and that every build passed (check_record()), so a
+series changed without running ./bulk bisect again fails the test.
 """
 import dataclasses
+import hashlib
+import json
 import os
+import time
+from functools import partial
+from typing import Any
 
 import gitrepo
 import kbuild
-from common import BISECT_TREE, TREE
+import kconfig
+import steps
+import tree
+from common import (BASE_FILE, BASE_TAG, BISECT_TREE, PATCHES, RESULTS, TREE,
+                    StageError, capture, log_path, rel, say)
 
 ALLOCATORS = ("slub", "slab", "slob")
+# Built at the tip only: SLUB with SLUB_DEBUG off, whose code the series
+# must keep compiling (its #ifdef'd paths).
+TIP_ONLY = ("slub-nodebug",)
+COMMAND = "./bulk bisect"
+RECORD = os.path.join(RESULTS, "bisect.json")
+REPORT = os.path.join(RESULTS, "bisect.md")
+# Seconds per build over the runs so far (the estimate of the time left).
+TIMES = "bisect-times.json"
 # Files private to one allocator: a patch touching only these (and docs)
 # need not be built on the other allocators' configs.
 PRIVATE = {
@@ -54,6 +77,7 @@ def plan(patches: list[str]) -> list[Build]:
             if needs_build(config, gitrepo.patch_paths(p)):
                 out.append(Build(config, i, os.path.basename(p)))
         out.append(Build(config, None, tip))
+    out += [Build(config, None, tip) for config in TIP_ONLY]
     return out
 
 
@@ -68,3 +92,177 @@ def build(b: Build, commits: list[str]) -> None:
     commit = commits[-1] if b.index is None else commits[b.index + 1]
     at(commit)
     kbuild.build(b.config, TREE_NAME, label="%s@%s" % (b.config, commit[:12]))
+
+
+def step_name(b: Build) -> str:
+    return "%s @ %s" % (b.config, b.label)
+
+
+def patch_digest(path: str) -> str:
+    """What a build depends on of a patch file: its diff, from the first
+    'diff --git' line to the end (the commit message and the diffstat do
+    not change what is built; ./bulk export writes no signature)."""
+    with open(path, "rb") as f:
+        text = f.read()
+    start = text.find(b"\ndiff --git ")
+    return hashlib.sha256(text[start + 1:] if start >= 0 else b"").hexdigest()[:16]
+
+
+def file_digest(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()[:16]
+    except OSError:
+        return "missing"
+
+
+def compiler() -> str:
+    """The first line of gcc --version: the record says what built it."""
+    try:
+        return capture(["gcc", "--version"], "bisect").splitlines()[0]
+    except (StageError, IndexError):
+        return "unknown"
+
+
+def inputs(patches: list[str]) -> dict[str, Any]:
+    """What a run of the builds of plan(patches) was made from."""
+    builds = plan(patches)
+    return {"base": file_digest(BASE_FILE),
+            "patches": [[os.path.basename(p), patch_digest(p)] for p in patches],
+            "configs": {c: kconfig.fragment_digest(c)
+                        for c in sorted({b.config for b in builds})},
+            "builds": [step_name(b) for b in builds]}
+
+
+def differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """How a recorded run's inputs differ from the series' (empty when
+    they do not).  Patches compare by position and diff: a patch renamed
+    for a new subject is the same patch; the ones that differ are named by
+    their names in patches/."""
+    out = []
+    if have.get("base") != want["base"]:
+        out.append("patches/BASE changed")
+    had = [d for _, d in have.get("patches", [])]
+    wanted = want["patches"]
+    changed = [n for i, (n, d) in enumerate(wanted)
+               if i >= len(had) or had[i] != d]
+    if changed:
+        out.append("%d patch(es) new or changed since (%s%s)" % (
+            len(changed), ", ".join(changed[:3]), ", ..." if len(changed) > 3 else ""))
+    if len(had) > len(wanted):
+        out.append("%d patch(es) recorded that patches/ no longer has"
+                   % (len(had) - len(wanted)))
+    cfg_had = have.get("configs", {})
+    cfg_want = want["configs"]
+    cfgs = sorted(c for c in cfg_want if cfg_had.get(c) != cfg_want[c])
+    if cfgs:
+        out.append("the fragments of %s changed" % ", ".join(cfgs))
+    if not out and have.get("builds") != want["builds"]:
+        out.append("the planned builds changed")
+    return out
+
+
+AGAIN = "run %s (about an hour on a cold ccache) and commit %s and %s" % (
+    COMMAND, rel(RECORD), rel(REPORT))
+
+
+def check_record(patches: list[str]) -> str:
+    """The test command's bisect step: results/bisect.json must be a run of
+    ./bulk bisect on the series as patches/ and configs/ hold it, with every
+    planned build passed.  Returns the PASS line's detail."""
+    try:
+        with open(RECORD) as f:
+            rec = json.load(f)
+        have = rec["inputs"]
+        names = [r["name"] for r in rec["results"]]
+        failed = [r["name"] for r in rec["results"] if r["status"] != "PASS"]
+        if not isinstance(have, dict) or not isinstance(have.get("builds"), list):
+            raise TypeError("no planned builds")
+    except FileNotFoundError:
+        raise StageError("bisect", "no record of the every-patch builds: " + AGAIN)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise StageError("bisect", "%s is not a record of %s (%s): %s" % (
+            rel(RECORD), COMMAND, e, AGAIN))
+    diff = differences(have, inputs(patches))
+    if diff:
+        raise StageError("bisect", "%s is not of this series: %s; %s" % (
+            rel(RECORD), "; ".join(diff), AGAIN), REPORT)
+    if names != have["builds"]:
+        raise StageError("bisect", "%s records %d builds, not the %d planned: %s" % (
+            rel(RECORD), len(names), len(have["builds"]), AGAIN), REPORT)
+    if failed:
+        raise StageError("bisect", "the recorded run has %d of %d builds failed "
+                         "(%s%s); fix them, then %s" % (
+                             len(failed), len(names), ", ".join(failed[:3]),
+                             ", ..." if len(failed) > 3 else "", AGAIN), REPORT)
+    return "%d builds passed, recorded %s at %s with %s" % (
+        len(names), rec.get("date", "?"), str(rec.get("tip", "?"))[:12],
+        rec.get("compiler", "?"))
+
+
+def markdown(rec: dict[str, Any]) -> str:
+    res: list[dict[str, Any]] = rec["results"]
+    out = ["# Every patch builds", "",
+           "`%s` (%s, %d s, %s): every patch of the series built in "
+           "build/bisect/linux on `slub`, and on `slab` and `slob` where it "
+           "touches code they compile; the tip on all three and on "
+           "`slub-nodebug` (SLUB_DEBUG off). Tip: %s. The test command "
+           "checks that results/bisect.json is of the series as it stands "
+           "and that every build passed." % (
+               COMMAND, rec["date"], rec["seconds"], rec["compiler"], rec["tip"]),
+           "", "%d passed, %d failed." % (rec["passed"], rec["failed"]), "",
+           "| build | status | seconds | detail |", "|---|---|---:|---|"]
+    for r in res:
+        out.append("| %s | %s | %s | %s |" % (
+            r["name"], r["status"], r["seconds"],
+            str(r["detail"]).replace("|", "\\|").replace("\n", " ")))
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    """./bulk bisect: every build of plan(); writes the record and its
+    report, returns 1 if a build failed."""
+    start = time.time()
+    tree.create()
+    if not tree.is_exported_series():
+        raise StageError("bisect", "build/linux is not base + patches/: run ./bulk tree")
+    commits = [gitrepo.git(TREE, "bisect", "rev-parse", BASE_TAG).strip()]
+    commits += gitrepo.commits(TREE, "bisect")
+    patches = gitrepo.patch_files(PATCHES)
+    if len(commits) != len(patches) + 1:
+        raise StageError("bisect", "build/linux has %d commits over base, patches/ "
+                         "%d patches: run ./bulk tree" % (len(commits) - 1, len(patches)))
+    built_from = inputs(patches)
+    todo = [steps.Step("bisect", step_name(b), partial(build, b, commits))
+            for b in plan(patches)]
+    times = log_path(TIMES)
+    history = steps.load_history(times)
+    results = steps.run_all(todo, history)
+    steps.save_history(times, history, results)
+    # The builds are of build/linux as it was at the start: a patches/ or
+    # configs/ changed meanwhile (a checkout, an export) is not what they
+    # built, and no record may say it is.
+    if (inputs(gitrepo.patch_files(PATCHES)) != built_from or
+            not tree.is_exported_series()):
+        raise StageError("bisect", "patches/, patches/BASE, configs/ or "
+                         "build/linux changed during the run: no record "
+                         "written; run %s again" % COMMAND)
+    c = steps.counts(results)
+    rec: dict[str, Any] = {
+        "command": COMMAND,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "seconds": round(time.time() - start), "tip": commits[-1],
+        "compiler": compiler(), "inputs": built_from,
+        "results": [{"name": r.name, "status": r.status, "detail": r.detail,
+                     "seconds": r.seconds} for r in results],
+        "passed": c["passed"], "failed": c["failed"]}
+    os.makedirs(RESULTS, exist_ok=True)
+    with open(RECORD, "w") as f:
+        json.dump(rec, f, indent=1)
+        f.write("\n")
+    with open(REPORT, "w") as f:
+        f.write(markdown(rec))
+    say("bisect: %d builds, %d passed, %d failed in %dm%02ds; %s" % (
+        len(results), c["passed"], c["failed"], *divmod(int(time.time() - start), 60),
+        rel(REPORT)))
+    return 1 if c["failed"] else 0

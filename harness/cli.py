@@ -11,6 +11,7 @@ import sys
 from types import FrameType
 
 import base
+import bisectplan
 import bench
 import bench_each
 import benchprev
@@ -94,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     tree_opt(p)
     mode_opt(p)
     p.add_argument("--append", default="", help="extra kernel command line")
+    sub.add_parser("bisect", help="every patch builds (slub; slab, slob where "
+                   "it matters; the tip on all and on slub-nodebug): "
+                   "results/bisect.md, the record ./bulk test checks")
     sub.add_parser("kunit-each", help="the contract suite at every patch "
                    "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
     p = sub.add_parser("bench-each", help="the benchmark at every patch that "
@@ -236,6 +240,8 @@ def dispatch(args: argparse.Namespace) -> int:
         return bench_each.main(args)
     elif args.cmd == "bench-prev":
         return benchprev.main(args)
+    elif args.cmd == "bisect":
+        return bisectplan.main()
     elif args.cmd == "kunit-each":
         return 1 if kunit_each.each_patch() else 0
     elif args.cmd == "test":

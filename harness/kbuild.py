@@ -69,7 +69,9 @@ def check_stamp(config: str, tree_name: str, step: str) -> str:
     again = "run ./bulk build %s%s" % (
         config, " --tree " + tree_name if tree_name != "linux" else "")
     if tree_name == "bisect":
-        again += " (./bulk test builds it in its bisect and debug steps)"
+        again += (" (./bulk test builds its kernels at the tip in its build and "
+                  "debug steps; ./bulk bisect builds slub, slab, slob and "
+                  "slub-nodebug)")
     if have is None:
         raise StageError(step, "no kernel of %s is built from %s at %s: %s"
                          % (config, tree_name, want.describe(), again))

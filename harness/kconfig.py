@@ -32,11 +32,12 @@ CONFIG_SETS = {
                    "faults", "failslab"],
     # SLUB without SLUB_DEBUG, with the series' modules: a build check.
     "slub-nodebug": ["common", "hardening", "slub-nodebug", "bench"],
-    # The stress runs' kernels: as the benchmark's, with fault injection;
-    # SLOB's with lockdep (it has no debug options of its own) and without
-    # failslab (6.1's needs SLAB or SLUB).
-    "slub-faults": ["common", "hardening", "slub", "faults", "failslab"],
-    "slab-faults": ["common", "hardening", "slab", "faults", "failslab"],
+    # The stress runs' kernels, and the test command's for KUnit, boot and
+    # bench: the benchmark's, with fault injection; SLOB's with lockdep (it
+    # has no debug options of its own) and without failslab (6.1's needs
+    # SLAB or SLUB).
+    "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab"],
+    "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab"],
     "slob-debug": ["common", "slob", "slob-debug", "faults"],
     # SLOB without lockdep, for ./bulk stress --runs all only.
     "slob-faults": ["common", "slob", "faults"],

@@ -1,9 +1,10 @@
 """./bulk kunit-each: the contract suite at every patch of the series.
 
 Each commit is built in the bisect worktree (build/bisect/linux, never the
-user's build/linux) and booted as ./bulk kunit does; the runs are the test
-command's KUnit runs on slub without extra options (exact and smp) and on
-slub-debug (KASAN, lockdep).  Writes results/kunit-each-patch.md.
+user's build/linux) and booted as ./bulk kunit does; the runs are those of
+kunit.KUNIT_RUNS on slub without extra options (exact and smp; the test
+command makes them on slub-faults) and on slub-debug (KASAN, lockdep).
+Writes results/kunit-each-patch.md.
 """
 import dataclasses
 import os

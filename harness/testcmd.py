@@ -7,6 +7,7 @@ A step that cannot run because something is missing (a tree, a kernel)
 FAILS and says what to run; SKIP means the step's subject is not in the
 series yet.
 """
+import dataclasses
 import os
 import subprocess
 import time
@@ -36,7 +37,9 @@ GROUPS = {
     "base": "build/linux holds linux-source-6.1 tagged base; no BASE DRIFT",
     "apply": "the series applies with git am",
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
-    "bisect": "every patch builds where it matters; the tip on all three",
+    "bisect": "results/bisect.json: ./bulk bisect built every patch of this "
+              "series, all passed",
+    "build": "the tip builds on slub-faults, slab-faults and slob",
     "debug": "the tip builds with the debug configs",
     "kunit": "the KUnit suites on every config and variant",
     "boot": "smoke boots in exact and smp mode",
@@ -46,8 +49,21 @@ GROUPS = {
 SUMMARY = "test.json"
 # Seconds per step over the runs so far (the estimate of the time left).
 TIMES = "test-times.json"
-# The tree whose tip kernels the steps after bisect boot.
+# The tree whose tip kernels the build and debug steps build, the others boot.
 TESTED = bisectplan.TREE_NAME
+# The kernels the KUnit, boot and bench steps boot for each allocator: the
+# stress runs' (for SLUB and SLAB the benchmark's config with fault
+# injection built in), so that one build per allocator serves them all.
+# A kernel of its own per allocator for these steps would add two builds,
+# 12 minutes on a cold ccache.  What differs: should_failslab() and
+# should_fail_alloc_page() are real calls that inject nothing unless asked
+# (debugfs, as the stress runs do, or a task's fail_nth, as the contract
+# suite's slab_bulk_fail_nth case does: it runs on these kernels and is
+# skipped without CONFIG_FAULT_INJECTION).  No test step boots the
+# benchmark's own slub and slab configs; ./bulk bisect builds them at every
+# patch, ./bulk kunit-each boots slub.
+TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob"}
+DEBUG_CONFIGS = ("slub-debug", "slab-debug", "slob-debug")
 
 
 def mypy() -> str:
@@ -94,8 +110,8 @@ class Series:
         return self.commits
 
     def at_tip(self) -> None:
-        """The bisect worktree at the tip, whose kernels the debug, KUnit,
-        boot and bench steps use."""
+        """The bisect worktree at the tip, whose kernels the build and
+        debug steps build and the KUnit, boot, stress and bench steps boot."""
         bisectplan.at(self.get_commits()[-1])
 
 
@@ -109,11 +125,7 @@ def base_drift() -> None:
         raise StageError("base", drift)
 
 
-def bisect_step(b: bisectplan.Build, series: Series) -> None:
-    bisectplan.build(b, series.get_commits())
-
-
-def debug_step(config: str, series: Series) -> None:
+def tip_step(config: str, series: Series) -> None:
     series.at_tip()
     kbuild.build(config, TESTED, label="%s@tip" % config)
 
@@ -134,7 +146,7 @@ def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts, series: Series) -> s
 
 def boot_step(mode: str, series: Series) -> None:
     series.at_tip()
-    boot.boot("slub", TESTED, mode, [], "", 300)
+    boot.boot(TEST_KERNEL["slub"], TESTED, mode, [], "", 300)
 
 
 def stress_step(r: stress.StressRun, series: Series) -> str:
@@ -149,11 +161,17 @@ def stress_step(r: stress.StressRun, series: Series) -> str:
     return stress.summary(res)
 
 
-def bench_step(config: str, series: Series) -> None:
+def bench_step(alloc: str, series: Series) -> None:
     series.at_tip()
     if measure.BENCH_SYMBOL not in kconfig.declared_symbols(BISECT_TREE):
         raise Skip("%s is not in the series yet" % measure.BENCH_MODULE)
-    measure.smoke(config, TESTED, quick_tests="a" if config != "slub" else "abcdeg")
+    measure.smoke(TEST_KERNEL[alloc], TESTED,
+                  quick_tests="a" if alloc != "slub" else "abcdeg")
+
+
+def test_run(r: kunit.KunitRun) -> kunit.KunitRun:
+    """A KUnit run of the allocator's test kernel, see TEST_KERNEL."""
+    return dataclasses.replace(r, config=TEST_KERNEL.get(r.config, r.config))
 
 
 def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
@@ -182,25 +200,27 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
         out += [Step("checkpatch", os.path.basename(p),
                      partial(checkpatch.checkpatch, p)) for p in patches]
     if want("bisect"):
-        out += [Step("bisect", "%s @ %s" % (b.config, b.label),
-                     partial(bisect_step, b, series))
-                for b in bisectplan.plan(patches)]
+        out.append(Step("bisect", "every patch builds: the record of ./bulk bisect",
+                        partial(bisectplan.check_record, patches)))
+    if want("build"):
+        out += [Step("build", "%s @ full series" % c, partial(tip_step, c, series))
+                for c in TEST_KERNEL.values()]
     if want("debug"):
-        out += [Step("debug", "%s @ full series" % c, partial(debug_step, c, series))
-                for c in ("slub-debug", "slab-debug", "slob-debug",
-                          "slub-nodebug")]
+        out += [Step("debug", "%s @ full series" % c, partial(tip_step, c, series))
+                for c in DEBUG_CONFIGS]
     if want("kunit"):
-        out += [Step("kunit", r.name(), partial(kunit_step, r, cases, series))
+        out += [Step("kunit", test_run(r).name(),
+                     partial(kunit_step, test_run(r), cases, series))
                 for r in kunit.KUNIT_RUNS]
     if want("boot"):
-        out += [Step("boot", "slub smoke, %s mode" % mode,
+        out += [Step("boot", "%s smoke, %s mode" % (TEST_KERNEL["slub"], mode),
                      partial(boot_step, mode, series))
                 for mode in ("exact", "smp")]
     if want("stress"):
         out += [Step("stress", r.name(), partial(stress_step, r, series))
                 for r in stress.TEST_RUNS]
     if want("bench"):
-        out += [Step("bench", "%s quick run parses" % c,
+        out += [Step("bench", "%s quick run parses" % TEST_KERNEL[c],
                      partial(bench_step, c, series)) for c in bisectplan.ALLOCATORS]
     return out
 

@@ -370,7 +370,8 @@ class BisectPlan(unittest.TestCase):
         plan = [(b.config, b.index) for b in bisectplan.plan(paths)]
         self.assertEqual(plan, [("slub", 0), ("slub", 1), ("slub", None),
                                 ("slab", 0), ("slab", None),
-                                ("slob", 0), ("slob", None)])
+                                ("slob", 0), ("slob", None),
+                                ("slub-nodebug", None)])
 
 
 class InitProgram(unittest.TestCase):
