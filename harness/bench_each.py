@@ -345,8 +345,9 @@ def table_block(cols: list[Column], number: int,
     return "\n".join(out) + "\n"
 
 
-def print_table(alloc: str, number: int, rows: str) -> int:
-    d = load(alloc)
+def print_table(alloc: str, number: int, rows: str, first: int = 1,
+                last: int | None = None) -> int:
+    d = load(alloc, first, last)
     print(table_block(d.cols, number, parse_rows(rows)), end="")
     return 0
 
@@ -361,11 +362,12 @@ class Saved:
     before: list[str]
 
 
-def load(alloc: str) -> Saved:
-    path = out_name(alloc) + ".json"
+def load(alloc: str, first: int = 1, last: int | None = None) -> Saved:
+    path = out_name(alloc, first, last) + ".json"
     if not os.path.exists(path):
         raise StageError("bench-each", "no %s: run ./bulk bench-each --alloc "
-                         "%s first" % (rel(path), alloc))
+                         "%s%s first" % (rel(path), alloc,
+                                         range_args(first, last)))
     with open(path) as f:
         try:
             d = json.load(f)
@@ -378,8 +380,9 @@ def load(alloc: str) -> Saved:
                 rel(path), e)) from None
 
 
-def print_message(alloc: str, number: int) -> int:
-    d = load(alloc)
+def print_message(alloc: str, number: int, first: int = 1,
+                  last: int | None = None) -> int:
+    d = load(alloc, first, last)
     print(message_block(alloc, d.command, d.tests, d.cols, number), end="")
     return 0
 
@@ -400,8 +403,21 @@ def check_args(args: argparse.Namespace) -> str:
     return "".join(sorted(tests))
 
 
-def out_name(alloc: str) -> str:
-    return os.path.join(RESULTS, "bench-each-%s" % alloc)
+def range_args(first: int, last: int | None) -> str:
+    """The --from/--to arguments of a run over first..last."""
+    return "%s%s" % (" --from %d" % first if first > 1 else "",
+                     " --to %d" % last if last else "")
+
+
+def out_name(alloc: str, first: int = 1, last: int | None = None) -> str:
+    """results/bench-each-ALLOC for a run over the whole series; a run
+    limited with --from or --to gets a name of its own
+    (bench-each-ALLOC-pFIRST-pLAST), so that it never overwrites the
+    record of every patch."""
+    name = "bench-each-%s" % alloc
+    if first > 1 or last is not None:
+        name += "-p%d-p%s" % (first, last if last is not None else "tip")
+    return os.path.join(RESULTS, name)
 
 
 def patches_of_tree() -> list[Patch]:
@@ -426,9 +442,10 @@ def has_module(c: str) -> bool:
 
 
 def write(alloc: str, command: str, tests: str, cols: list[Column],
-          skipped: list[tuple[str, str]], before: list[str]) -> str:
+          skipped: list[tuple[str, str]], before: list[str], first: int = 1,
+          last: int | None = None) -> str:
     os.makedirs(RESULTS, exist_ok=True)
-    name = out_name(alloc)
+    name = out_name(alloc, first, last)
     with open(name + ".md", "w") as f:
         f.write(markdown(alloc, command, tests, cols, skipped, before) + "\n")
     with open(name + ".json", "w") as f:
@@ -439,25 +456,28 @@ def write(alloc: str, command: str, tests: str, cols: list[Column],
     return name + ".md"
 
 
-def rerender(alloc: str) -> int:
-    d = load(alloc)
-    md = write(alloc, d.command, d.tests, d.cols, d.skipped, d.before)
+def rerender(alloc: str, first: int = 1, last: int | None = None) -> int:
+    d = load(alloc, first, last)
+    md = write(alloc, d.command, d.tests, d.cols, d.skipped, d.before,
+               first, last)
     say("bench-each: %s re-rendered from %s" % (rel(md), rel(
-        out_name(alloc) + ".json")))
+        out_name(alloc, first, last) + ".json")))
     return 0
 
 
 def main(args: argparse.Namespace) -> int:
     tests = check_args(args)
     if args.message is not None:
-        return print_message(args.alloc, args.message)
+        return print_message(args.alloc, args.message, args.first,
+                             args.last)
     if args.table is not None:
         if not args.rows:
             raise StageError("bench-each", "--table %d needs --rows "
                              "TEST/VARIANT:N,N,..." % args.table)
-        return print_table(args.alloc, args.table, args.rows)
+        return print_table(args.alloc, args.table, args.rows, args.first,
+                           args.last)
     if args.report:
-        return rerender(args.alloc)
+        return rerender(args.alloc, args.first, args.last)
     start = time.time()
     packages.setup()
     base.create()
@@ -469,9 +489,8 @@ def main(args: argparse.Namespace) -> int:
                          % (args.last, len(patches)))
     p = plan(args.alloc, patches, [has_module(x.commit) for x in patches],
              args.first, args.last)
-    command = "./bulk bench-each --alloc %s --tests %s%s%s" % (
-        args.alloc, tests, " --from %d" % args.first if args.first > 1 else "",
-        " --to %d" % args.last if args.last else "")
+    command = "./bulk bench-each --alloc %s --tests %s%s" % (
+        args.alloc, tests, range_args(args.first, args.last))
     say("bench-each: %d boots (base and patches %s)" % (
         len(p.measured) + 1, ", ".join(str(x.number) for x in p.measured)))
     kbuild.build(args.alloc, measure.BASE_TREE)
@@ -490,7 +509,8 @@ def main(args: argparse.Namespace) -> int:
     md = write(args.alloc, command, tests, cols,
                [("patch %d, %s" % (x.number, x.subject), why)
                 for x, why in p.skipped],
-               ["patch %d, %s" % (x.number, x.subject) for x in p.before])
+               ["patch %d, %s" % (x.number, x.subject) for x in p.before],
+               args.first, args.last)
     say("bench-each: %s written; done in %dm%02ds" % (
         rel(md), *divmod(int(time.time() - start), 60)))
     return 0

@@ -109,7 +109,10 @@ def parser() -> argparse.ArgumentParser:
                    % bench_each.DEFAULT_TESTS)
     p.add_argument("--from", dest="first", type=int, default=1,
                    help="first patch number to boot (the first patch with "
-                   "the module is always booted)")
+                   "the module is always booted); with --from or --to the "
+                   "results go to results/bench-each-ALLOC-pFIRST-pLAST.md, "
+                   "and --report, --message and --table read that run's "
+                   "file when given the same range")
     p.add_argument("--to", dest="last", type=int, default=None,
                    help="last patch number to boot (default: the tip)")
     p.add_argument("--report", action="store_true",

@@ -171,6 +171,24 @@ class Markdown(unittest.TestCase):
                 bench_each.rerender("slab")
             self.assertIn("./bulk bench-each --alloc slab", str(e.exception))
 
+    def test_a_range_gets_its_own_file(self):
+        """A run limited with --from/--to never overwrites the record of
+        every patch, and the reading options find it with the same range."""
+        cols = Message().cols()
+        with tempfile.TemporaryDirectory() as d, \
+                mock.patch.object(bench_each, "RESULTS", d):
+            bench_each.write("slub", "./bulk bench-each --alloc slub", "a",
+                             cols, [], [])
+            md = bench_each.write("slub", "cmd", "a", cols[:2], [], [], 40, 41)
+            self.assertEqual(os.path.basename(md), "bench-each-slub-p40-p41.md")
+            self.assertEqual(len(bench_each.load("slub").cols), 3)
+            self.assertEqual(len(bench_each.load("slub", 40, 41).cols), 2)
+            self.assertEqual(os.path.basename(bench_each.out_name("slub", 7)),
+                             "bench-each-slub-p7-ptip")
+            with self.assertRaises(StageError) as e:
+                bench_each.load("slub", 7)
+            self.assertIn("--alloc slub --from 7 first", str(e.exception))
+
 
 class Args(unittest.TestCase):
     def parse(self, *argv):
