@@ -254,9 +254,13 @@ def message_block(alloc: str, command: str, tests: str, cols: list[Column],
     prev = cols[i - 1]
     ms = moves(prev.run, cols[i].run, tests)
     before = "patch %s" % prev.label[1:]
-    head = ("Re-taken on v2 at every patch with this series' benchmark "
+    # A run limited with --from/--to booted only some patches.
+    where = ("at %s and this one" % before
+             if "--from" in command.split() or "--to" in command.split()
+             else "at every patch")
+    head = ("Re-taken on v2 %s with this series' benchmark "
             "module (%s; exact mode, raw instructions per object, %s -> "
-            "this patch):" % (command, before))
+            "this patch):" % (where, command, before))
     out = textwrap.wrap(head, 72, break_on_hyphens=False) + [""]
     if not ms:
         return "\n".join(out + ["  no row moves by more than %.0f%%." % (
@@ -289,7 +293,7 @@ TABLE_TITLES = {
     ("c", "random_bulk"): "test c, random-order free",
     ("c", "worst_bulk"): "test c, worst-order free",
     ("d", "kfree_bulk"): "test d, kfree_bulk()",
-    ("e", "kmalloc"): "test e, kmalloc x10000",
+    ("e", "kmalloc"): "test e, kmalloc(), bytes",
 }
 
 

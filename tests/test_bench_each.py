@@ -239,6 +239,15 @@ class Message(unittest.TestCase):
         self.assertEqual([int(r[2]) for r in rows], list(range(8, 20)))
         self.assertEqual(rows[-1], ["a", "bulk", "19", "100.0", "81.0", "-19.0%"])
         self.assertIn("(6 more rows move, by 7.0% at most)", text)
+        self.assertIn("at every patch", " ".join(lines))
+
+    def test_a_limited_run_names_the_patches_it_booted(self):
+        text = bench_each.message_block(
+            "slub", "./bulk bench-each --alloc slub --from 7", "a",
+            self.cols(), 7)
+        joined = " ".join(text.split())
+        self.assertIn("Re-taken on v2 at patch 4 and this one", joined)
+        self.assertNotIn("every patch", joined)
 
     def test_no_move_and_bad_patch(self):
         cols = self.cols()
