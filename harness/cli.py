@@ -98,8 +98,13 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("bisect", help="every patch builds (slub; slab, slob where "
                    "it matters; the tip on all and on slub-nodebug): "
                    "results/bisect.md, the record ./bulk test checks")
-    sub.add_parser("kunit-each", help="the contract suite at every patch "
-                   "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
+    p = sub.add_parser("kunit-each", help="the contract suite at every patch "
+                       "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
+    p.add_argument("--from", dest="first", type=int, default=1,
+                   help="first patch number to run (default 1); with --from or "
+                   "--to the results go to results/kunit-each-patch-pFIRST-pLAST.md")
+    p.add_argument("--to", dest="last", type=int, default=None,
+                   help="last patch number to run (default: the tip)")
     p = sub.add_parser("bench-each", help="the benchmark at every patch that "
                        "can move it: results/bench-each-ALLOC.md")
     p.add_argument("--alloc", default="slub",
@@ -246,7 +251,7 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.cmd == "bisect":
         return bisectplan.main()
     elif args.cmd == "kunit-each":
-        return 1 if kunit_each.each_patch() else 0
+        return 1 if kunit_each.each_patch(args.first, args.last) else 0
     elif args.cmd == "test":
         return testcmd.main(args.only)
     elif args.cmd == "stress":

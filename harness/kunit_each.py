@@ -4,7 +4,9 @@ Each commit is built in the bisect worktree (build/bisect/linux, never the
 user's build/linux) and booted as ./bulk kunit does; the runs are those of
 kunit.KUNIT_RUNS on slub without extra options (exact and smp; the test
 command makes them on slub-faults) and on slub-debug (KASAN, lockdep).
-Writes results/kunit-each-patch.md.
+Writes results/kunit-each-patch.md; a run limited with --from/--to writes
+results/kunit-each-patch-pFIRST-pLAST.md, so that it never overwrites the
+record of every patch.
 """
 import dataclasses
 import os
@@ -61,24 +63,53 @@ def rows(commits: list[str], subjects: list[str],
     return out
 
 
-def markdown(table: list[Row]) -> str:
+def select(commits: list[str], first: int = 1,
+           last: int | None = None) -> list[str]:
+    """Patches first..last (numbers from 1) of @commits; a range outside
+    the series is an error, not an empty run."""
+    n = len(commits)
+    top = n if last is None else last
+    if not 1 <= first <= top <= n:
+        raise StageError("kunit-each", "--from %d --to %s: not a range of "
+                         "the series' patches 1 to %d" % (
+                             first, "the tip" if last is None else last, n))
+    return commits[first - 1:top]
+
+
+def out_path(first: int = 1, last: int | None = None) -> str:
+    name = "kunit-each-patch"
+    if first > 1 or last is not None:
+        name += "-p%d-p%s" % (first, last if last is not None else "tip")
+    return os.path.join(RESULTS, name + ".md")
+
+
+def markdown(table: list[Row], first: int = 1,
+             last: int | None = None) -> str:
+    limited = first > 1 or last is not None
+    what = ("for patches %d to %s of build/linux" % (
+        first, "the tip" if last is None else last) if limited else
+        "for every commit of build/linux (base..series)")
+    cmd = "./bulk kunit-each" + ("%s%s" % (
+        " --from %d" % first if first > 1 else "",
+        " --to %d" % last if last is not None else "") if limited else "")
     out = ["# Contract suite at every patch", "",
-           "`./bulk kunit-each`: for every commit of build/linux (base..series), "
+           "`%s`: %s, " % (cmd, what) +
            "builds `slub` and `slub-debug` and runs the KUnit modules as `./bulk kunit` does; "
            "the counts are the contract suite's (`slab_bulk_kunit`).", "",
            "| # | patch | run | status | slab_bulk_kunit |", "|---:|---|---|---|---|"]
     num: dict[str, int] = {}
     for r in table:
-        num.setdefault(r.commit, len(num) + 1)
+        num.setdefault(r.commit, len(num) + first)
         out.append("| %d | %s | %s | %s | %s |" % (
             num[r.commit], r.subject.replace("|", "\\|"), r.run, r.status, r.detail))
     return "\n".join(out) + "\n"
 
 
-def each_patch() -> int:
-    """Writes results/kunit-each-patch.md; returns the number of failed rows."""
+def each_patch(first: int = 1, last: int | None = None) -> int:
+    """Writes results/kunit-each-patch.md (see out_path() for a limited
+    run); returns the number of failed rows."""
     tree.create()
-    commits = gitrepo.commits(TREE, "kunit-each")
+    commits = select(gitrepo.commits(TREE, "kunit-each"), first, last)
     subjects = [gitrepo.git(TREE, "kunit-each", "log", "-1", "--format=%s",
                             c).strip() for c in commits]
     gitrepo.worktree(TREE, BISECT_TREE, "kunit-each")
@@ -100,9 +131,9 @@ def each_patch() -> int:
         return kunit.run(r, "bisect")
 
     table = rows(commits, subjects, has_suite, run_one, RUNS)
-    path = os.path.join(RESULTS, "kunit-each-patch.md")
+    path = out_path(first, last)
     with open(path, "w") as f:
-        f.write(markdown(table))
+        f.write(markdown(table, first, last))
     failed = [r for r in table if r.status == "FAIL"]
     say("kunit-each: %d rows, %d failed; %s" % (len(table), len(failed),
                                                rel(path)))

@@ -298,6 +298,25 @@ class KunitStage(unittest.TestCase):
         self.assertRegex(md, r"\| 3 \| three \| slub-debug exact \| FAIL \| "
                          r".*slub-debug@c3: build failed")
 
+    def test_kunit_each_range(self):
+        commits = ["c%d" % i for i in range(1, 6)]
+        self.assertEqual(kunit_each.select(commits), commits)
+        self.assertEqual(kunit_each.select(commits, 3), ["c3", "c4", "c5"])
+        self.assertEqual(kunit_each.select(commits, 2, 3), ["c2", "c3"])
+        for first, last in ((0, None), (6, None), (3, 2), (1, 6)):
+            with self.assertRaises(StageError) as e:
+                kunit_each.select(commits, first, last)
+            self.assertIn("patches 1 to 5", str(e.exception))
+        self.assertTrue(kunit_each.out_path().endswith("/kunit-each-patch.md"))
+        self.assertTrue(kunit_each.out_path(3, 4).endswith(
+            "/kunit-each-patch-p3-p4.md"))
+        self.assertTrue(kunit_each.out_path(3).endswith(
+            "/kunit-each-patch-p3-ptip.md"))
+        row = kunit_each.Row("c3", "three", "slub exact", "PASS", "1 passed")
+        md = kunit_each.markdown([row], 3)
+        self.assertIn("`./bulk kunit-each --from 3`: for patches 3 to the tip", md)
+        self.assertIn("| 3 | three | slub exact | PASS |", md)
+
     def test_count_json_tree(self):
         tree_json = {"name": "main", "sub_groups": [{"name": "s", "test_cases": [
             {"name": "t1", "status": "PASS"}, {"name": "t2", "status": "SKIP"},
