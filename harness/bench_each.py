@@ -275,9 +275,11 @@ def message_block(alloc: str, command: str, tests: str, cols: list[Column],
             m.test, m.variant, key, m.before, m.after, 100 * m.change))
     rest = len(ms) - len(top)
     if rest:
-        small = max(abs(m.change) for m in ms if m not in top)
-        out.append("  (%d more rows move, by %.1f%% at most)" % (rest,
-                                                               100 * small))
+        # Signed: a row the patch makes dearer must not hide behind the
+        # gains' size.
+        others = [m.change for m in ms if m not in top]
+        out.append("  (%d more rows move, from %+.1f%% to %+.1f%%)" % (
+            rest, 100 * min(others), 100 * max(others)))
     return "\n".join(out) + "\n"
 
 

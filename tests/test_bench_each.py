@@ -238,8 +238,18 @@ class Message(unittest.TestCase):
         # n=2..19 move by more than 1%; the twelve largest are 8..19.
         self.assertEqual([int(r[2]) for r in rows], list(range(8, 20)))
         self.assertEqual(rows[-1], ["a", "bulk", "19", "100.0", "81.0", "-19.0%"])
-        self.assertIn("(6 more rows move, by 7.0% at most)", text)
+        self.assertIn("(6 more rows move, from -7.0% to -2.0%)", text)
         self.assertIn("at every patch", " ".join(lines))
+
+    def test_the_rest_shows_rows_made_dearer(self):
+        cols = self.cols()
+        # n=2 gets dearer by 3%, less than any of the twelve largest moves.
+        cur = run(*[rec("a", "bulk", n, 100.0 - n if n > 2 else
+                        (103.0 if n == 2 else 100.0)) for n in range(1, 20)])
+        cols[2] = bench_each.Column("p7", "c7", "fast", cur)
+        text = bench_each.message_block("slub", "./bulk bench-each --alloc slub",
+                                        "a", cols, 7)
+        self.assertIn("(6 more rows move, from -7.0% to +3.0%)", text)
 
     def test_a_limited_run_names_the_patches_it_booted(self):
         text = bench_each.message_block(
