@@ -7,6 +7,10 @@
  *                            every "<mod>.<param>=<value>" from the command
  *                            line as module parameters
  *   harness.unload=1         remove the modules again (in reverse order)
+ *   harness.nokfence=mod1,.. KFENCE sampling off (kfence.sample_interval=0)
+ *                            while each of these modules loads, its interval
+ *                            restored after: for tests that corrupt memory
+ *                            around an object they expect in a slab page
  *   harness.cgroup=NAME      move this process into the cgroup v2 group NAME,
  *                            memory controller on, before loading: what the
  *                            modules charge from this task goes to a non-root
@@ -169,6 +173,62 @@ static int write_file(const char *path, const char *value)
 	if (fd >= 0)
 		close(fd);
 	return ret;
+}
+
+#define KFENCE_INTERVAL "/sys/module/kfence/parameters/sample_interval"
+
+/* Whether mod is one of the comma-separated words of list. */
+static int listed(const char *list, const char *mod)
+{
+	size_t n = strlen(mod);
+	const char *p = list;
+
+	while (*p) {
+		size_t w = strcspn(p, ",");
+
+		if (w == n && !strncmp(p, mod, n))
+			return 1;
+		p += w;
+		if (*p == ',')
+			p++;
+	}
+	return 0;
+}
+
+/*
+ * Turns KFENCE's sampling off, saving the interval it had in old ("" when
+ * there was nothing to turn off: no KFENCE, or sampling already off).
+ * Writing 0 stops the sampling timer and makes every later allocation
+ * miss KFENCE's pool; writing the old interval back re-enables it.
+ */
+static int kfence_off(char *old, size_t len)
+{
+	int fd = open(KFENCE_INTERVAL, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, old, len - 1) : 0;
+
+	if (fd >= 0)
+		close(fd);
+	old[n > 0 ? n : 0] = '\0';
+	old[strcspn(old, "\n")] = '\0';
+	if (!old[0] || !strcmp(old, "0")) {
+		say("KFENCE sampling %s", fd < 0 ? "absent" : "already off");
+		old[0] = '\0';
+		return 0;
+	}
+	if (write_file(KFENCE_INTERVAL, "0"))
+		return 1;
+	say("KFENCE sampling off (interval was %s ms)", old);
+	return 0;
+}
+
+static int kfence_restore(const char *old)
+{
+	if (!old[0])
+		return 0;
+	if (write_file(KFENCE_INTERVAL, old))
+		return 1;
+	say("KFENCE sampling on again (interval %s ms)", old);
+	return 0;
 }
 
 static int join_cgroup(const char *name)
@@ -347,6 +407,7 @@ static int udp_runs(void)
 int main(void)
 {
 	char list[512], unload[8], path[256], params[2048], group[64];
+	char nokfence[512], interval[32] = "";
 	char *mods[MAX_MODS];
 	int nmods = 0, status = 0, i;
 
@@ -372,14 +433,22 @@ int main(void)
 			mods[nmods++] = m;
 	}
 
+	if (!param("harness.nokfence", nokfence, sizeof(nokfence), NULL))
+		nokfence[0] = '\0';
+
 	for (i = 0; i < nmods && !status; i++) {
-		int fd;
+		int fd, quiet = listed(nokfence, mods[i]);
 
 		snprintf(path, sizeof(path), "/lib/modules/%s.ko", mods[i]);
 		module_params(mods[i], params, sizeof(params));
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0) {
 			say("missing module %s: %s", path, strerror(errno));
+			status = 1;
+			break;
+		}
+		if (quiet && kfence_off(interval, sizeof(interval))) {
+			close(fd);
 			status = 1;
 			break;
 		}
@@ -391,6 +460,8 @@ int main(void)
 			say("loaded %s", mods[i]);
 		}
 		close(fd);
+		if (quiet && kfence_restore(interval))
+			status = 1;
 	}
 
 	if (param("harness.unload", unload, sizeof(unload), NULL) &&

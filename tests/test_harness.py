@@ -346,6 +346,20 @@ class KunitStage(unittest.TestCase):
         # An oops would leave the boot waiting for its timeout.
         self.assertIn("oops=panic", kunit.KUNIT_CMDLINE.split())
 
+    def test_slub_kunit_loads_with_kfence_sampling_off(self):
+        # 6.1's slub_kunit fails when KFENCE serves its object (an SMP
+        # timing accident); the other suites keep KFENCE sampling.
+        line = kunit.cmdline(list(kunit.KUNIT_MODULES), "slub_debug=-")
+        self.assertEqual(line.split(), ["oops=panic",
+                                        "harness.nokfence=slub_kunit",
+                                        "slub_debug=-"])
+        line = kunit.cmdline(["skb_list_test", "slab_bulk_kunit"], "")
+        self.assertEqual(line, "oops=panic")
+        with open(boot.INIT_SRC) as f:
+            src = f.read()
+        self.assertIn('param("harness.nokfence"', src)
+        self.assertIn("/sys/module/kfence/parameters/sample_interval", src)
+
     def test_fast_paths_run_under_kasan_and_debug_vm(self):
         # SLUB_DEBUG_ON routes every cache around the bulk fast paths;
         # slub_debug=- turns it off for a run of the KASAN kernel, where
