@@ -28,8 +28,8 @@ CONTRACT_SUITE = "slab_bulk_kunit"
 # 6.1's slub_kunit writes past or into a freed object and expects SLUB's
 # debug checks to count the damage; when KFENCE happens to serve that
 # object (one allocation per sample interval goes to KFENCE's pool, any
-# cache's, so only SMP runs' timing makes it land there), KFENCE reports
-# the access instead and the case fails.  Upstream's slub_kunit keeps its
+# cache's: timing decides, and SMP runs' timing varies from boot to boot),
+# KFENCE reports the access instead and the case fails.  Upstream's slub_kunit keeps its
 # caches out of KFENCE from 6.2 on; the contract suite's KFENCE case needs
 # the sampling, so it stays on for the other suites.
 NO_KFENCE = ("slub_kunit",)
@@ -173,6 +173,36 @@ def cmdline(mods: list[str], append: str) -> str:
     return " ".join(words + ([append] if append else []))
 
 
+def kfence_switch_problems(text: str, mods: list[str],
+                           has_kfence: bool) -> list[str]:
+    """What the init's console lines say went wrong with the KFENCE switch
+    around each of mods that NO_KFENCE lists ([] when nothing did)."""
+    # As split_by_module: a kernel line may share the console line.
+    lines = [ln[ln.index("harness: "):].strip() for ln in text.splitlines()
+             if "harness: " in ln]
+    out = []
+    for mod in mods:
+        if mod not in NO_KFENCE:
+            continue
+        load = "harness: loading %s " % mod
+        at = next((i for i, ln in enumerate(lines) if ln.startswith(load)),
+                  None)
+        if at is None:
+            out.append("%s: never loaded" % mod)
+            continue
+        before = lines[at - 1] if at else ""
+        after = lines[at + 2] if at + 2 < len(lines) else ""
+        if not has_kfence:
+            if before != "harness: KFENCE sampling absent":
+                out.append("%s: init did not find KFENCE absent" % mod)
+        elif not before.startswith("harness: KFENCE sampling off "):
+            out.append("%s: loaded without KFENCE sampling off" % mod)
+        elif not after.startswith("harness: KFENCE sampling on again "):
+            out.append("%s: KFENCE sampling not turned on again after it"
+                       % mod)
+    return out
+
+
 def run(r: KunitRun, tree: str = "linux") -> KunitResult:
     """Boot r's kernel with its KUnit modules and parse each."""
     mods = expected_modules(r.config, tree)
@@ -189,6 +219,11 @@ def run(r: KunitRun, tree: str = "linux") -> KunitResult:
     kunit_py = os.path.join(kconfig.tree(tree).src, "tools", "testing",
                             "kunit", "kunit.py")
     out = KunitResult(not res.problems, res.log, list(res.problems), {})
+    has_kfence = kconfig.requested(r.config, kconfig.tree(tree).src).get(
+        "KFENCE") == "y"
+    for problem in kfence_switch_problems(text, mods, has_kfence):
+        out.ok = False
+        out.problems.append(problem)
     for mod, part in split_by_module(text, mods).items():
         ok, counts = parse(kunit_py, part, "%s-%s-%s-%s" % (
             tree, r.config, tag, mod))

@@ -198,25 +198,45 @@ static int listed(const char *list, const char *mod)
 /*
  * Turns KFENCE's sampling off, saving the interval it had in old ("" when
  * there was nothing to turn off: no KFENCE, or sampling already off).
+ * An unreadable knob is an error: the module would load with sampling on.
  * Writing 0 stops the sampling timer and makes every later allocation
  * miss KFENCE's pool; writing the old interval back re-enables it.
  */
 static int kfence_off(char *old, size_t len)
 {
-	int fd = open(KFENCE_INTERVAL, O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, old, len - 1) : 0;
+	int fd = open(KFENCE_INTERVAL, O_RDONLY), err = errno;
+	ssize_t n;
 
-	if (fd >= 0)
-		close(fd);
-	old[n > 0 ? n : 0] = '\0';
+	old[0] = '\0';
+	if (fd < 0) {
+		if (err != ENOENT) {
+			say("open %s failed: %s (%d)", KFENCE_INTERVAL,
+			    strerror(err), err);
+			return 1;
+		}
+		say("KFENCE sampling absent");
+		return 0;
+	}
+	n = read(fd, old, len - 1);
+	err = errno;
+	close(fd);
+	if (n <= 0) {
+		say("read %s failed: %s (%d)", KFENCE_INTERVAL,
+		    n < 0 ? strerror(err) : "empty", n < 0 ? err : 0);
+		old[0] = '\0';
+		return 1;
+	}
+	old[n] = '\0';
 	old[strcspn(old, "\n")] = '\0';
-	if (!old[0] || !strcmp(old, "0")) {
-		say("KFENCE sampling %s", fd < 0 ? "absent" : "already off");
+	if (!strcmp(old, "0")) {
+		say("KFENCE sampling already off");
 		old[0] = '\0';
 		return 0;
 	}
-	if (write_file(KFENCE_INTERVAL, "0"))
+	if (write_file(KFENCE_INTERVAL, "0")) {
+		old[0] = '\0';
 		return 1;
+	}
 	say("KFENCE sampling off (interval was %s ms)", old);
 	return 0;
 }

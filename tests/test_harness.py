@@ -360,6 +360,40 @@ class KunitStage(unittest.TestCase):
         self.assertIn('param("harness.nokfence"', src)
         self.assertIn("/sys/module/kfence/parameters/sample_interval", src)
 
+    def test_kfence_switch_is_checked_in_the_console(self):
+        mods = ["slub_kunit", "slab_bulk_kunit"]
+        good = ("harness: KFENCE sampling off (interval was 100 ms)\n"
+                "[    5.2] kfence: disabled\n"
+                "harness: loading slub_kunit params ''\n"
+                "[    5.3]     ok 1 test_clobber_zone\n"
+                "harness: loaded slub_kunit\n"
+                "[    5.4] kfence: re-enabled\n"
+                "harness: KFENCE sampling on again (interval 100 ms)\n"
+                "harness: loading slab_bulk_kunit params ''\n"
+                "harness: loaded slab_bulk_kunit\n")
+        self.assertEqual(kunit.kfence_switch_problems(good, mods, True), [])
+        never_on = good.replace(
+            "harness: KFENCE sampling on again (interval 100 ms)\n", "")
+        self.assertEqual(kunit.kfence_switch_problems(never_on, mods, True),
+                         ["slub_kunit: KFENCE sampling not turned on again "
+                          "after it"])
+        never_off = good.replace(
+            "harness: KFENCE sampling off (interval was 100 ms)\n", "")
+        self.assertEqual(kunit.kfence_switch_problems(never_off, mods, True),
+                         ["slub_kunit: loaded without KFENCE sampling off"])
+        # A kernel without KFENCE: the init must have found none.
+        self.assertEqual(kunit.kfence_switch_problems(good, mods, False),
+                         ["slub_kunit: init did not find KFENCE absent"])
+        absent = ("harness: KFENCE sampling absent\n"
+                  "harness: loading slub_kunit params ''\n"
+                  "harness: loaded slub_kunit\n")
+        self.assertEqual(kunit.kfence_switch_problems(absent, mods, False),
+                         [])
+        self.assertEqual(kunit.kfence_switch_problems("", mods, False),
+                         ["slub_kunit: never loaded"])
+        # Modules without the switch are not looked at.
+        self.assertEqual(kunit.kfence_switch_problems("", mods[1:], True), [])
+
     def test_fast_paths_run_under_kasan_and_debug_vm(self):
         # SLUB_DEBUG_ON routes every cache around the bulk fast paths;
         # slub_debug=- turns it off for a run of the KASAN kernel, where
