@@ -37,10 +37,13 @@ NO_KFENCE = ("slub_kunit",)
 
 @dataclasses.dataclass(frozen=True)
 class KunitRun:
-    """One boot: config, QEMU mode and extra kernel command line."""
+    """One boot: config, QEMU mode and extra kernel command line.  must_run
+    names contract suite cases that must pass in this run: a case that skips
+    where its run is the only one that can run it proves nothing."""
     config: str
     mode: str
     append: str = ""
+    must_run: tuple[str, ...] = ()
 
     def name(self) -> str:
         return "%s %s%s" % (self.config, self.mode,
@@ -78,6 +81,12 @@ KUNIT_RUNS = [
     KunitRun("slab-debug", "exact", "harness.cgroup=kunit"),
     KunitRun("slob", "exact"),
     KunitRun("slob", "smp"),
+    # SLUB's event counters: the contract cases that count the node
+    # refill's and the emptied-slab discard's events run here (skipped
+    # elsewhere), in exact mode, where the counts repeat from boot to boot.
+    KunitRun("slub-stats", "exact",
+             must_run=("slab_bulk_refill_node_counted",
+                       "slab_bulk_free_emptied_counted")),
 ]
 
 
@@ -86,6 +95,10 @@ class SuiteCounts:
     passed: int = 0
     skipped: int = 0
     failed: list[str] = dataclasses.field(default_factory=list)
+    # Every case's KTAP status, by name (PASS, SKIP, FAIL, ...); not
+    # compared: the counts are the summary.
+    status: dict[str, str] = dataclasses.field(default_factory=dict,
+                                               compare=False)
 
     def summary(self) -> str:
         return "%d passed, %d skipped, %d failed" % (
@@ -120,6 +133,7 @@ def count(node: dict[str, Any], acc: SuiteCounts) -> SuiteCounts:
     """Add the leaf test cases of a kunit.py JSON tree to acc."""
     for case in node.get("test_cases", []):
         status = case.get("status")
+        acc.status[case.get("name", "?")] = str(status)
         if status == "PASS":
             acc.passed += 1
         elif status == "SKIP":
@@ -203,6 +217,21 @@ def kfence_switch_problems(text: str, mods: list[str],
     return out
 
 
+def must_run_problems(r: KunitRun, suites: dict[str, SuiteCounts]) -> list[str]:
+    """The cases r.must_run names that did not pass in the contract suite's
+    counts (a failed one is reported as failed already)."""
+    counts = suites.get(CONTRACT_SUITE)
+    out = []
+    for case in r.must_run:
+        status = counts.status.get(case) if counts else None
+        if status == "SKIP":
+            out.append("%s: %s skipped, which this run must run"
+                       % (CONTRACT_SUITE, case))
+        elif status is None:
+            out.append("%s: %s did not run" % (CONTRACT_SUITE, case))
+    return out
+
+
 def run(r: KunitRun, tree: str = "linux") -> KunitResult:
     """Boot r's kernel with its KUnit modules and parse each."""
     mods = expected_modules(r.config, tree)
@@ -233,4 +262,7 @@ def run(r: KunitRun, tree: str = "linux") -> KunitResult:
             out.problems.append("%s: %s" % (mod, "failed: " + ", ".join(
                 counts.failed) if counts.failed else "no parsable KTAP result"))
         say("kunit %s-%s %s: %s" % (tree, r.config, mod, counts.summary()))
+    for problem in must_run_problems(r, out.suites):
+        out.ok = False
+        out.problems.append(problem)
     return out

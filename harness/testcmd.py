@@ -39,7 +39,8 @@ GROUPS = {
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
     "bisect": "results/bisect.json: ./bulk bisect built every patch of this "
               "series, all passed",
-    "build": "the tip builds on slub-faults, slab-faults and slob",
+    "build": "the tip builds on slub-faults, slab-faults and slob, and on "
+             "the configs only KUnit runs boot (slub-stats)",
     "debug": "the tip builds with the debug configs",
     "kunit": "the KUnit suites on every config and variant",
     "boot": "smoke boots in exact and smp mode",
@@ -174,6 +175,18 @@ def test_run(r: kunit.KunitRun) -> kunit.KunitRun:
     return dataclasses.replace(r, config=TEST_KERNEL.get(r.config, r.config))
 
 
+def tip_configs() -> list[str]:
+    """The kernels the build step builds at the tip: the test kernels, then
+    those that only KUnit runs boot (neither a test kernel nor a debug
+    config, which the debug step builds)."""
+    out = list(TEST_KERNEL.values())
+    for r in kunit.KUNIT_RUNS:
+        c = test_run(r).config
+        if c not in out and c not in DEBUG_CONFIGS:
+            out.append(c)
+    return out
+
+
 def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
     patches = gitrepo.patch_files(PATCHES)
     series = Series()
@@ -204,7 +217,7 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                         partial(bisectplan.check_record, patches)))
     if want("build"):
         out += [Step("build", "%s @ full series" % c, partial(tip_step, c, series))
-                for c in TEST_KERNEL.values()]
+                for c in tip_configs()]
     if want("debug"):
         out += [Step("debug", "%s @ full series" % c, partial(tip_step, c, series))
                 for c in DEBUG_CONFIGS]
