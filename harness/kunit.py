@@ -217,6 +217,15 @@ def kfence_switch_problems(text: str, mods: list[str],
     return out
 
 
+def listed_run(config: str, mode: str, append: str) -> KunitRun:
+    """The KUNIT_RUNS entry with this config, mode and append (with its
+    must_run), or a run of them that names no case."""
+    for r in KUNIT_RUNS:
+        if (r.config, r.mode, r.append) == (config, mode, append):
+            return r
+    return KunitRun(config, mode, append)
+
+
 def must_run_problems(r: KunitRun, suites: dict[str, SuiteCounts]) -> list[str]:
     """The cases r.must_run names that did not pass in the contract suite's
     counts (a failed one is reported as failed already)."""

@@ -445,6 +445,12 @@ class KunitStage(unittest.TestCase):
         self.assertEqual(kunit.must_run_problems(r, {}),
                          ["slab_bulk_kunit: a did not run",
                           "slab_bulk_kunit: b did not run"])
+        # ./bulk kunit on the series' tree takes a listed run's cases.
+        listed = [r for r in kunit.KUNIT_RUNS if r.must_run][0]
+        self.assertEqual(kunit.listed_run(listed.config, listed.mode,
+                                          listed.append), listed)
+        self.assertEqual(kunit.listed_run("slub-stats", "smp", "").must_run,
+                         ())
 
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
