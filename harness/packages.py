@@ -1,11 +1,21 @@
-"""./bulk setup: the Debian packages every stage needs."""
+"""./bulk setup: the Debian packages every stage needs.
+
+linux-source-6.1 is pinned to the version patches/BASE records while
+Debian's archive still serves it (the security archive keeps older point
+releases for a while).  Once it no longer does, the newest one is
+installed and one line says so: the test command then judges the series
+by whether it applies, builds and passes on that base.
+"""
 import os
 import subprocess
+from typing import Optional
 
-from common import capture, need_tools, say
+from common import (BASE_FILE, StageError, capture, need_tools, read_kv,
+                    say, warn)
 
+SOURCE_PACKAGE = "linux-source-6.1"
 APT_PACKAGES = [
-    "qemu-system-x86", "linux-source-6.1", "build-essential", "flex", "bison",
+    "qemu-system-x86", SOURCE_PACKAGE, "build-essential", "flex", "bison",
     "bc", "libelf-dev", "libssl-dev", "cpio", "ccache", "python3", "git",
     "xz-utils", "kmod", "gnuplot-nox", "rsync",
     # checkpatch.pl's SPDX check runs scripts/spdxcheck.py with these
@@ -13,25 +23,90 @@ APT_PACKAGES = [
     # the test command's type check; ./bulk boot --shell's busybox
     "mypy", "busybox-static",
 ]
+APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
+
+
+def installed_versions(names: list[str]) -> dict[str, str]:
+    """{package: version} of those installed."""
+    need_tools("setup", ["dpkg-query"])
+    p = subprocess.run(
+        ["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Package} ${Version}\n"]
+        + names, capture_output=True, text=True)
+    out = {}
+    for line in p.stdout.splitlines():
+        f = line.split()
+        if len(f) >= 3 and f[0] == "ii":
+            out[f[1]] = f[2]
+    return out
 
 
 def missing() -> list[str]:
-    need_tools("setup", ["dpkg-query"])
-    p = subprocess.run(
-        ["dpkg-query", "-W", "-f=${db:Status-Abbrev} ${Package}\n"] + APT_PACKAGES,
-        capture_output=True, text=True)
-    have = {l.split()[-1] for l in p.stdout.splitlines() if l.startswith("ii")}
+    have = installed_versions(APT_PACKAGES)
     return [p for p in APT_PACKAGES if p not in have]
 
 
+def recorded_version() -> Optional[str]:
+    """The linux-source-6.1 version patches/BASE records, if any."""
+    if not os.path.exists(BASE_FILE):
+        return None
+    return read_kv(BASE_FILE).get("VERSION") or None
+
+
+def served_versions(text: str) -> list[str]:
+    """Versions in 'apt-cache madison' output, newest first."""
+    out = []
+    for line in text.splitlines():
+        f = [x.strip() for x in line.split("|")]
+        if len(f) >= 2 and f[1] and f[1] not in out:
+            out.append(f[1])
+    return out
+
+
+def source_choice(recorded: Optional[str], installed: Optional[str],
+                  served: list[str]) -> tuple[Optional[str], Optional[str]]:
+    """(version to install, or None to leave the package alone; a drift
+    note or None).
+
+    The recorded version while it is served; else the newest served one,
+    with a note."""
+    if recorded and recorded in served:
+        return (None if installed == recorded else recorded), None
+    newest = served[0] if served else None
+    version = None if installed and installed == newest else newest
+    if not newest and installed:
+        version = None
+    if not recorded:
+        return version, None
+    return version, ("BASE DRIFT: Debian no longer serves %s %s (patches/BASE);"
+                     " using %s" % (SOURCE_PACKAGE, recorded,
+                                    version or installed or "nothing"))
+
+
 def setup() -> None:
-    """Install what is missing (Debian 12, as root or with sudo)."""
+    """Install what is missing (Debian 12, as root or with sudo), with
+    linux-source-6.1 at the recorded version while it is served."""
     need = missing()
-    if not need:
-        say("setup: all packages installed")
+    recorded = recorded_version()
+    installed = installed_versions([SOURCE_PACKAGE]).get(SOURCE_PACKAGE)
+    if not need and (not recorded or installed == recorded):
+        say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
-    say("setup: apt-get install %s" % " ".join(need))
-    env = {"DEBIAN_FRONTEND": "noninteractive"}
-    capture(sudo + ["apt-get", "update", "-q"], "setup", env=env)
-    capture(sudo + ["apt-get", "install", "-y", "-q"] + need, "setup", env=env)
+    capture(sudo + ["apt-get", "update", "-q"], "setup", env=APT_ENV)
+    served = served_versions(capture(["apt-cache", "madison", SOURCE_PACKAGE],
+                                     "setup"))
+    version, note = source_choice(recorded, installed, served)
+    if note:
+        warn(note)
+    want = [p for p in need if p != SOURCE_PACKAGE]
+    if version:
+        want.append("%s=%s" % (SOURCE_PACKAGE, version))
+    elif SOURCE_PACKAGE in need:
+        raise StageError("setup", "apt-cache madison %s lists no version"
+                         % SOURCE_PACKAGE)
+    if not want:
+        say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
+        return
+    say("setup: apt-get install %s" % " ".join(want))
+    capture(sudo + ["apt-get", "install", "-y", "-q", "--allow-downgrades"]
+            + want, "setup", env=APT_ENV)

@@ -34,7 +34,8 @@ from steps import Skip, Step
 GROUPS = {
     "setup": "the apt packages are installed",
     "unit": "the harness's unit tests, its import graph, mypy over harness/",
-    "base": "build/linux holds linux-source-6.1 tagged base; no BASE DRIFT",
+    "base": "build/linux holds linux-source-6.1 tagged base; the recorded "
+            "version's tarball unchanged (another version: a note)",
     "apply": "the series applies with git am",
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
     "bisect": "results/bisect.json: ./bulk bisect built every patch of this "
@@ -120,10 +121,16 @@ def base_tree() -> None:
     base.create()
 
 
-def base_drift() -> None:
-    drift = base.check(quiet=True).drift
-    if drift:
-        raise StageError("base", drift)
+def base_drift() -> str | None:
+    """The installed package is the recorded one, or a version Debian
+    moved to (setup installs the recorded one while the archive serves
+    it): a drifted version passes here with its note, and the steps after
+    judge the series on it.  The recorded version with another tarball
+    fails."""
+    st = base.check(quiet=True)
+    if st.drift and st.version == st.recorded.get("VERSION"):
+        raise StageError("base", st.drift)
+    return st.drift
 
 
 def tip_step(config: str, series: Series) -> None:
@@ -202,7 +209,7 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
     if want("base"):
         out.append(Step("base", "linux-source-6.1 unpacked, tagged base",
                         base_tree))
-        out.append(Step("base", "recorded base matches installed package",
+        out.append(Step("base", "installed base is the recorded one, or drift noted",
                         base_drift))
     if want("apply"):
         out.append(Step("apply", "%d patch(es) apply with git am" % len(patches),

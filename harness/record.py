@@ -1,0 +1,122 @@
+"""Where a run's results go, and the stamp every record carries.
+
+Every command that measures writes its records through this module: by
+default under build/results/KIND/ (a scratch copy that never touches the
+committed record), and under results/KIND/ only when the command was given
+--record.  Each record carries a stamp: this repository's commit (with
+'-dirty' when patches/, configs/ or harness/ differ from it), the base it
+was measured on (the version patches/BASE records and the one installed),
+the date and the command.
+
+KIND is one of KINDS, the folders of results/ (results/README.md is the
+index).
+"""
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Optional
+
+from common import BASE_FILE, BUILD, REPO, RESULTS, read_kv, rel
+
+# The folders of results/, and what each holds (results/README.md says
+# the same for a reader).
+KINDS = {
+    "bench": "the benchmark, base vs series (the main record and its variants)",
+    "per-patch": "runs at every patch: builds, the contract suite, the benchmark",
+    "net": "the network runs",
+    "stress": "the stress suite and soaks",
+    "experiments": "one-off measurements of variants not in the series",
+    "superseded": "records a later run replaced, kept for their history",
+}
+SCRATCH = os.path.join(BUILD, "results")
+
+
+@dataclasses.dataclass
+class Stamp:
+    """What a record was measured on, and how."""
+    commit: str
+    base_recorded: str
+    base_installed: str
+    date: str
+    command: str
+
+    def to_json(self) -> dict[str, str]:
+        return dataclasses.asdict(self)
+
+    def markdown(self) -> str:
+        """The stamp as the first lines of a .md record."""
+        base = self.base_recorded
+        if self.base_installed and self.base_installed != self.base_recorded:
+            base += " (measured on %s)" % self.base_installed
+        return ("<!-- stamp -->\n"
+                "Recorded %s at commit `%s`, base linux-source-6.1 %s, "
+                "with `%s`.\n" % (self.date, self.commit, base, self.command))
+
+
+def repo_commit() -> str:
+    """This repository's HEAD, '-dirty' when what a run depends on
+    (patches/, configs/, harness/, initramfs/) differs from it."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"],
+                              cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--",
+                                "patches", "configs", "harness", "initramfs"],
+                               cwd=REPO, capture_output=True, text=True,
+                               check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("-dirty" if dirty else "")
+
+
+def installed_base() -> str:
+    p = subprocess.run(["dpkg-query", "-W", "-f=${Version}",
+                        "linux-source-6.1"], capture_output=True, text=True)
+    return p.stdout.strip() if p.returncode == 0 else ""
+
+
+def stamp(command: Optional[str] = None) -> Stamp:
+    """The stamp of a record written now; command defaults to this
+    process's own command line."""
+    recorded = (read_kv(BASE_FILE).get("VERSION", "")
+                if os.path.exists(BASE_FILE) else "")
+    return Stamp(repo_commit(), recorded, installed_base(),
+                 time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                 command or " ".join(["./bulk"] + sys.argv[1:]))
+
+
+def folder(kind: str, record: bool) -> str:
+    """The folder a record of this kind goes to (made if missing):
+    results/KIND with --record, else build/results/KIND."""
+    if kind not in KINDS:
+        raise ValueError("record kind %r is not one of %s" % (kind, ", ".join(KINDS)))
+    d = os.path.join(RESULTS if record else SCRATCH, kind)
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def write_markdown(path: str, text: str, st: Stamp) -> str:
+    """path gets the stamp, then text."""
+    with open(path, "w") as f:
+        f.write(st.markdown() + "\n" + text.rstrip("\n") + "\n")
+    return path
+
+
+def write_json(path: str, data: dict[str, Any], st: Stamp) -> str:
+    """path gets data with the stamp under the key 'stamp'."""
+    out = {"stamp": st.to_json()}
+    out.update({k: v for k, v in data.items() if k != "stamp"})
+    with open(path, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+    return path
+
+
+def where(record: bool) -> str:
+    """A few words for the end of a run: where its records went."""
+    if record:
+        return "results/ (the committed record)"
+    return "%s (scratch; --record writes results/)" % rel(SCRATCH)
