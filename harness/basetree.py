@@ -6,6 +6,8 @@ import os
 
 import base
 import gitrepo
+import packages
+import tree
 from common import (BASE_TAG, BENCH_BASE_TREE, PATCHES, TREE, StageError,
                     log_path, run)
 from measure import BENCH_FILE
@@ -73,3 +75,16 @@ def make() -> str:
              "%s as in the series (build/linux HEAD)" % BENCH_FILE],
             "bench", log, cwd=path, env=base.BASE_ENV)
     return path
+
+
+def prepare(step: str, install: bool = False) -> None:
+    """How every command that measures base against the series starts:
+    the packages (installed when @install, as ./bulk bench does; else
+    checked), build/linux = base + the series (./bulk tree), and
+    build/linux-base (make())."""
+    if install:
+        packages.setup()
+    else:
+        packages.require(step)
+    tree.create()
+    make()

@@ -7,32 +7,33 @@ Per allocator it builds
   series: all patches                                (build/linux)
 so both columns come from the same module source, boots each in exact mode
 (icount: the TSC counts instructions) with the benchmark module, and
-writes results/<name>.md, results/<name>.json and results/<name>-a.png.
-The report of the run the cover letter quotes also writes its tables to
+writes <name>.md, <name>.json and <name>-ALLOC-a.png under
+build/results/bench/, or results/bench/ with --record.  A --record report
+of the run the cover letter quotes also writes its tables to
 patches/cover-tables.txt, which export reads.
 """
 import argparse
 import os
 import time
 
-import base
 import basetree
 import boot
 import kbuild
 import measure
-import packages
+import record as records
+import registry
 import render
 import tables
-import tree
 from benchparse import AllocRuns, Report
-from common import COVER_TABLES, RESULTS, StageError, rel, say
+from common import COVER_TABLES, StageError, rel, say
 
-ALLOCATORS = ("slub", "slab", "slob")
+ALLOCATORS = registry.ALLOCATORS
 # Configs --alloc accepts: the allocators and slub's benchmark variants.
-BENCH_CONFIGS = ALLOCATORS + ("slub-kfence", "slub-stats", "slob-lockhold")
+BENCH_CONFIGS = registry.BENCH_CONFIGS
 # The run whose tables the cover letter quotes: all allocators when there
 # is such a run, else SLUB's default run.
 COVER_RUNS = ("bench-slub-slab-slob", "bench-slub")
+KIND = "bench"
 
 
 def check_args(args: argparse.Namespace) -> tuple[list[str], str]:
@@ -50,16 +51,18 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], str]:
 
 
 def is_cover_run(name: str) -> bool:
-    """Does the cover letter quote this run?"""
+    """Does the cover letter quote this run (of the committed records)?"""
     for run in COVER_RUNS:
-        if os.path.exists(os.path.join(RESULTS, run + ".json")):
+        if os.path.exists(records.committed(KIND, run + ".json")):
             return run == name
     return False
 
 
-def report(allocs: list[str], tests: str, quick: bool) -> None:
-    """results/bench-<allocs>[-quick].{md,json} and a PNG per allocator."""
-    os.makedirs(RESULTS, exist_ok=True)
+def report(allocs: list[str], tests: str, quick: bool,
+           record: bool = False) -> None:
+    """bench-<allocs>[-quick].{md,json} and a PNG per allocator, under
+    results/bench/ when record, else build/results/bench/."""
+    out = records.folder(KIND, record)
     name = "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
     command = "./bulk bench --alloc %s --tests %s%s" % (
         ",".join(allocs), tests, " --quick" if quick else "")
@@ -80,22 +83,27 @@ def report(allocs: list[str], tests: str, quick: bool) -> None:
             else:
                 entry.series_exact, entry.series_smp_runs = exact, smp
         data.allocators[alloc] = entry
-    md = markdown_report(name, data, allocs, tests, RESULTS)
-    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
-        f.write("\n".join(md) + "\n")
-    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
-        f.write(data.dumps())
-    say("report: results/%s.md, results/%s.json and the plots written" % (name, name))
-    if is_cover_run(name):
-        with open(COVER_TABLES, "w") as f:
-            f.write(render.cover_tables(data))
-        say("report: %s written (./bulk export puts it in the cover letter)"
-            % rel(COVER_TABLES))
+    md = markdown_report(name, data, allocs, tests, out)
+    st = records.stamp()
+    records.write_markdown(os.path.join(out, name + ".md"), "\n".join(md), st)
+    records.write_json(os.path.join(out, name + ".json"), data.to_json(), st)
+    say("report: %s.md, .json and the plots written, in %s" % (
+        rel(os.path.join(out, name)), records.where(record)))
+    if not is_cover_run(name):
+        return
+    if not record:
+        say("report: %s left as it is: the cover letter quotes the run "
+            "with --record" % rel(COVER_TABLES))
+        return
+    with open(COVER_TABLES, "w") as f:
+        f.write(render.cover_tables(data))
+    say("report: %s written (./bulk export puts it in the cover letter)"
+        % rel(COVER_TABLES))
 
 
 def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
                     plot_dir: str | None) -> list[str]:
-    """The lines of results/<name>.md from the report's runs; the tables
+    """The lines of <name>.md from the report's runs; the tables
     are printed too, and each allocator's plot goes to @plot_dir (None:
     no plot)."""
     md = ["# Slab bulk benchmark: base vs series", "",
@@ -182,10 +190,7 @@ def alloc_tables(alloc: str, tests: str, entry: AllocRuns,
 def main(args: argparse.Namespace) -> int:
     start = time.time()
     allocs, tests = check_args(args)
-    packages.setup()
-    base.create()
-    tree.create()
-    basetree.make()
+    basetree.prepare("bench", install=True)
     if basetree.bench_patch() is None:
         # Nothing to measure yet: prove the pipeline end to end instead.
         for alloc in allocs:
@@ -197,12 +202,12 @@ def main(args: argparse.Namespace) -> int:
                 measure.BENCH_FILE, ",".join(allocs)))
         return 0
     measure.measure(allocs, tests, args.quick)
-    report(allocs, tests, args.quick)
+    report(allocs, tests, args.quick, args.record)
     say("bench: done in %dm%02ds" % divmod(int(time.time() - start), 60))
     return 0
 
 
 def report_main(args: argparse.Namespace) -> int:
     allocs, tests = check_args(args)
-    report(allocs, tests, args.quick)
+    report(allocs, tests, args.quick, args.record)
     return 0

@@ -12,35 +12,40 @@ allocator's private files builds the same kernel as its parent for this
 allocator: it is not booted, and the report names it.  The first measured
 commit also carries the patches before the module (the fixes).
 
-Writes results/bench-each-<alloc>.md and .json: a table per benchmark
-table (bulk variant, and the loop where the test has one) with a column
-per measured patch, and per patch the rows it moves by more than
-MOVE_THRESHOLD against the patch measured before it.
+Writes bench-each-<alloc>.md and .json under build/results/per-patch/, or
+results/per-patch/ with --record: a table per benchmark table (bulk
+variant, and the loop where the test has one) with a column per measured
+patch, and per patch the rows it moves by more than MOVE_THRESHOLD against
+the patch measured before it.  An interrupted run keeps the columns it
+measured (each.py).
 """
 import argparse
 import dataclasses
 import json
 import os
+import sys
 import textwrap
 import time
 from typing import Any
 
-import base
 import basetree
 import bisectplan
+import each
 import gitrepo
 import kbuild
 import measure
-import packages
+import record as records
+import registry
 import tables
-import tree
 from benchparse import Run
-from common import BISECT_TREE, RESULTS, TREE, StageError, rel, say
+from common import BENCH_BASE_TREE, BISECT_TREE, TREE, StageError, rel, say
 
-ALLOCS = ("slub", "slab", "slob")
-DEFAULT_TESTS = "abcdeg"
+KIND = "per-patch"
+
+ALLOCS = registry.ALLOCATORS
+DEFAULT_TESTS = registry.DEFAULT_TESTS
 # The tests an allocator's benchmark config runs in exact mode.
-TESTS = "abcdeg"
+TESTS = registry.EXACT_TESTS
 # Files that never reach a benchmark kernel's image: the KUnit suites and
 # their configs (modules the benchmark boot does not load).
 TEST_ONLY = ("lib/slab_bulk_kunit.c", "lib/slab_bulk_stress.c",
@@ -360,27 +365,32 @@ def print_table(alloc: str, number: int, rows: str, first: int = 1,
 
 @dataclasses.dataclass
 class Saved:
-    """results/bench-each-<alloc>.json as written by write()."""
+    """bench-each-<alloc>.json as written by write()."""
     command: str
     tests: str
     cols: list[Column]
     skipped: list[tuple[str, str]]
     before: list[str]
+    stamp: records.Stamp | None = None
 
 
 def load(alloc: str, first: int = 1, last: int | None = None) -> Saved:
-    path = out_name(alloc, first, last) + ".json"
+    """The committed record of the run over first..last, else the scratch
+    copy of a run without --record (stderr names the one read)."""
+    path = records.find(KIND, out_name(alloc, first, last) + ".json")
     if not os.path.exists(path):
         raise StageError("bench-each", "no %s: run ./bulk bench-each --alloc "
                          "%s%s first" % (rel(path), alloc,
                                          range_args(first, last)))
+    print("bench-each: reading %s" % rel(path), file=sys.stderr)
     with open(path) as f:
         try:
             d = json.load(f)
             return Saved(str(d["command"]), str(d["tests"]),
                          [Column.from_json(c) for c in d["columns"]],
                          [(str(x[0]), str(x[1])) for x in d["skipped"]],
-                         [str(x) for x in d["before"]])
+                         [str(x) for x in d["before"]],
+                         records.Stamp.from_json(d.get("stamp")))
         except (ValueError, KeyError, TypeError, IndexError) as e:
             raise StageError("bench-each", "%s does not parse: %s" % (
                 rel(path), e)) from None
@@ -416,14 +426,13 @@ def range_args(first: int, last: int | None) -> str:
 
 
 def out_name(alloc: str, first: int = 1, last: int | None = None) -> str:
-    """results/bench-each-ALLOC for a run over the whole series; a run
-    limited with --from or --to gets a name of its own
-    (bench-each-ALLOC-pFIRST-pLAST), so that it never overwrites the
-    record of every patch."""
+    """bench-each-ALLOC for a run over the whole series; a run limited
+    with --from or --to gets a name of its own (bench-each-ALLOC-pFIRST-
+    pLAST), so that it never overwrites the record of every patch."""
     name = "bench-each-%s" % alloc
     if first > 1 or last is not None:
         name += "-p%d-p%s" % (first, last if last is not None else "tip")
-    return os.path.join(RESULTS, name)
+    return name
 
 
 def patches_of_tree() -> list[Patch]:
@@ -449,25 +458,26 @@ def has_module(c: str) -> bool:
 
 def write(alloc: str, command: str, tests: str, cols: list[Column],
           skipped: list[tuple[str, str]], before: list[str], first: int = 1,
-          last: int | None = None) -> str:
-    os.makedirs(RESULTS, exist_ok=True)
-    name = out_name(alloc, first, last)
-    with open(name + ".md", "w") as f:
-        f.write(markdown(alloc, command, tests, cols, skipped, before) + "\n")
-    with open(name + ".json", "w") as f:
-        json.dump({"alloc": alloc, "command": command, "tests": tests,
-                   "columns": [c.to_json() for c in cols],
-                   "skipped": [list(s) for s in skipped],
-                   "before": before}, f, indent=1)
-    return name + ".md"
+          last: int | None = None, record: bool = False,
+          st: records.Stamp | None = None) -> str:
+    """The record (stamped st, else now)."""
+    name = os.path.join(records.folder(KIND, record),
+                        out_name(alloc, first, last))
+    st = st or records.stamp()
+    records.write_json(name + ".json", {
+        "alloc": alloc, "command": command, "tests": tests,
+        "columns": [c.to_json() for c in cols],
+        "skipped": [list(s) for s in skipped], "before": before}, st)
+    return records.write_markdown(name + ".md", markdown(
+        alloc, command, tests, cols, skipped, before), st)
 
 
-def rerender(alloc: str, first: int = 1, last: int | None = None) -> int:
+def rerender(alloc: str, first: int = 1, last: int | None = None,
+             record: bool = False) -> int:
     d = load(alloc, first, last)
     md = write(alloc, d.command, d.tests, d.cols, d.skipped, d.before,
-               first, last)
-    say("bench-each: %s re-rendered from %s" % (rel(md), rel(
-        out_name(alloc, first, last) + ".json")))
+               first, last, record, d.stamp)
+    say("bench-each: %s re-rendered, in %s" % (rel(md), records.where(record)))
     return 0
 
 
@@ -483,12 +493,9 @@ def main(args: argparse.Namespace) -> int:
         return print_table(args.alloc, args.table, args.rows, args.first,
                            args.last)
     if args.report:
-        return rerender(args.alloc, args.first, args.last)
+        return rerender(args.alloc, args.first, args.last, args.record)
     start = time.time()
-    packages.setup()
-    base.create()
-    tree.create()
-    basetree.make()
+    basetree.prepare("bench-each")
     patches = patches_of_tree()
     if args.last is not None and args.last > len(patches):
         raise StageError("bench-each", "--to %d: the series has %d patches"
@@ -499,24 +506,37 @@ def main(args: argparse.Namespace) -> int:
         args.alloc, tests, range_args(args.first, args.last))
     say("bench-each: %d boots (base and patches %s)" % (
         len(p.measured) + 1, ", ".join(str(x.number) for x in p.measured)))
-    kbuild.build(args.alloc, measure.BASE_TREE)
-    cols = [Column("base", "base", "6.1 plus the benchmark patch",
-                   measure.run_bench(args.alloc, measure.BASE_TREE, tests,
-                                     False))]
     gitrepo.worktree(TREE, BISECT_TREE, "bench-each")
-    for x in p.measured:
+
+    def work(x: Patch | None) -> dict[str, Any]:
+        """The run of base (None) or of patch x."""
+        if x is None:
+            kbuild.build(args.alloc, measure.BASE_TREE)
+            return measure.run_bench(args.alloc, measure.BASE_TREE, tests,
+                                     False).to_json()
         gitrepo.checkout(BISECT_TREE, x.commit, "bench-each")
         kbuild.build(args.alloc, bisectplan.TREE_NAME,
                      label="%s@%s" % (args.alloc, x.commit[:12]))
-        cols.append(Column("p%d" % x.number, x.commit, x.subject,
-                           measure.run_bench(args.alloc, bisectplan.TREE_NAME,
-                                             tests, False,
-                                             suffix="-p%02d" % x.number)))
-    md = write(args.alloc, command, tests, cols,
-               [("patch %d, %s" % (x.number, x.subject), why)
-                for x, why in p.skipped],
-               ["patch %d, %s" % (x.number, x.subject) for x in p.before],
-               args.first, args.last)
-    say("bench-each: %s written; done in %dm%02ds" % (
-        rel(md), *divmod(int(time.time() - start), 60)))
+        return measure.run_bench(args.alloc, bisectplan.TREE_NAME, tests,
+                                 False, suffix="-p%02d" % x.number).to_json()
+
+    def write_record(runs: list[dict[str, Any]]) -> str:
+        cols = [Column("base", "base", "6.1 plus the benchmark patch",
+                       Run.from_json(runs[0]))]
+        cols += [Column("p%d" % x.number, x.commit, x.subject, Run.from_json(r))
+                 for x, r in zip(p.measured, runs[1:])]
+        return write(args.alloc, command, tests, cols,
+                     [("patch %d, %s" % (x.number, x.subject), why)
+                      for x, why in p.skipped],
+                     ["patch %d, %s" % (x.number, x.subject) for x in p.before],
+                     args.first, args.last, args.record)
+
+    items: list[tuple[str, Patch | None]] = [(
+        "base " + each.tree_ids(BENCH_BASE_TREE, "bench-each", ["HEAD"])[0], None)]
+    items += zip(each.tree_ids(TREE, "bench-each",
+                               [x.commit for x in p.measured]), p.measured)
+    md = each.loop("bench-each-" + args.alloc, tests, items, work, write_record)
+    say("bench-each: %s written, in %s; done in %dm%02ds" % (
+        rel(md), records.where(args.record),
+        *divmod(int(time.time() - start), 60)))
     return 0

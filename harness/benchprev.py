@@ -9,14 +9,14 @@ brings the benchmark module to its source in the series (build/linux
 HEAD).  Base, the earlier posting and the series are thus measured with
 one module, each kernel booted in exact mode.
 
-Writes results/bench-prev-<rev>-<allocs>.md and .json: per benchmark table
+Writes bench-prev-<rev>-<allocs>.md and .json under build/results/per-patch/
+(results/per-patch/ with --record): per benchmark table
 and variant (bulk call and loop) the three kernels side by side, and the
 rows where the series costs more than the earlier posting by more than
 WORSE_THRESHOLD.  A posting made for another base is refused: the
 comparison needs one base.
 """
 import argparse
-import json
 import os
 import re
 import tempfile
@@ -29,16 +29,16 @@ import bench_each
 import gitrepo
 import kbuild
 import measure
-import packages
+import record as records
+import registry
 import tables
-import tree
 from benchparse import Run
-from common import (BASE_TAG, BASE_FILE, PREV_TREE, REPO, RESULTS, TREE,
+from common import (BASE_TAG, BASE_FILE, PREV_TREE, REPO, TREE,
                     StageError, capture, log_path, parse_kv, read_kv, rel,
                     run, say, write_kv)
 
 STEP = "bench-prev"
-ALLOCS = ("slub", "slab", "slob")
+ALLOCS = registry.ALLOCATORS
 TREE_NAME = "prev"
 # A row is worse when the series costs more than the earlier posting by
 # more than this fraction (the review's "no row worse by more than 2%").
@@ -251,17 +251,16 @@ def markdown(command: str, commit: str, subject: str, tests: str,
     return "\n".join(out)
 
 
-def out_name(commit: str, allocs: list[str]) -> str:
-    return os.path.join(RESULTS, "bench-prev-%s-%s" % (commit[:7],
-                                                       "-".join(allocs)))
+def out_name(commit: str, allocs: list[str], record: bool = False) -> str:
+    return os.path.join(records.folder("per-patch", record), "bench-prev-%s-%s"
+                        % (commit[:7], "-".join(allocs)))
 
 
 def write(command: str, commit: str, subject: str, tests: str,
-          data: dict[str, dict[str, Run]], allocs: list[str]) -> str:
-    os.makedirs(RESULTS, exist_ok=True)
-    name = out_name(commit, allocs)
-    with open(name + ".md", "w") as f:
-        f.write(markdown(command, commit, subject, tests, data) + "\n")
+          data: dict[str, dict[str, Run]], allocs: list[str],
+          record: bool = False) -> str:
+    name = out_name(commit, allocs, record)
+    st = records.stamp()
     obj: dict[str, Any] = {
         "command": command, "posting": commit, "subject": subject,
         "tests": tests, "threshold": WORSE_THRESHOLD,
@@ -270,9 +269,9 @@ def write(command: str, commit: str, subject: str, tests: str,
                   for a, runs in data.items()},
         "runs": {a: {k: r.to_json() for k, r in runs.items()}
                  for a, runs in data.items()}}
-    with open(name + ".json", "w") as f:
-        json.dump(obj, f, indent=1)
-    return name + ".md"
+    records.write_json(name + ".json", obj, st)
+    return records.write_markdown(name + ".md", markdown(
+        command, commit, subject, tests, data), st)
 
 
 def check_args(args: argparse.Namespace) -> tuple[list[str], str]:
@@ -299,10 +298,7 @@ def main(args: argparse.Namespace) -> int:
     subject = capture(["git", "log", "-1", "--format=%s", commit], STEP,
                       cwd=REPO).strip()
     start = time.time()
-    packages.setup()
-    base.create()
-    tree.create()
-    basetree.make()
+    basetree.prepare(STEP)
     make_tree(commit)
     # The commit id, not --rev as typed: HEAD~3 names another commit later.
     command = "./bulk bench-prev --rev %s --alloc %s --tests %s" % (
@@ -316,11 +312,12 @@ def main(args: argparse.Namespace) -> int:
             data[alloc][label] = measure.run_bench(
                 alloc, tr, tests, False,
                 suffix="-" + commit[:7] if tr == TREE_NAME else "")
-    md = write(command, commit, subject, tests, data, allocs)
+    md = write(command, commit, subject, tests, data, allocs, args.record)
     for alloc in allocs:
         say("bench-prev: %s: %d row(s) worse than %s by more than %.0f%%"
             % (alloc, len(worse(data[alloc], tests)), commit[:7],
                100 * WORSE_THRESHOLD))
-    say("bench-prev: %s written; done in %dm%02ds" % (
-        rel(md), *divmod(int(time.time() - start), 60)))
+    say("bench-prev: %s written, in %s; done in %dm%02ds" % (
+        rel(md), records.where(args.record),
+        *divmod(int(time.time() - start), 60)))
     return 0

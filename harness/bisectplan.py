@@ -8,11 +8,13 @@ between runs, so that each build is incremental from the one before.
 
 It is a command of its own, not a step of ./bulk test: about 100 builds,
 about an hour on a cold ccache, which would take the test command far
-past its hour.  It records what it built from in results/bisect.json (the code of
+past its hour.  It records what it built from in bisect.json (the code of
 every patch, patches/BASE, the config fragments, the planned builds) with
-every build's outcome; the test command checks that the record is of the
+every build's outcome, under build/results/per-patch/, or results/per-patch/
+with --record; the test command checks that the committed record is of the
 series as it stands and that every build passed (check_record()), so a
-series changed without running ./bulk bisect again fails the test.
+series changed without running ./bulk bisect --record again fails the test.
+An interrupted run keeps the builds it finished (each.py).
 """
 import dataclasses
 import hashlib
@@ -22,21 +24,26 @@ import time
 from functools import partial
 from typing import Any
 
+import each
 import gitrepo
 import kbuild
 import kconfig
+import record as records
+import registry
 import steps
 import tree
-from common import (BASE_FILE, BASE_TAG, BISECT_TREE, PATCHES, RESULTS, TREE,
+from common import (BASE_FILE, BASE_TAG, BISECT_TREE, PATCHES, TREE,
                     StageError, capture, log_path, rel, say)
 
-ALLOCATORS = ("slub", "slab", "slob")
+ALLOCATORS = registry.ALLOCATORS
 # Built at the tip only: SLUB with SLUB_DEBUG off, whose code the series
 # must keep compiling (its #ifdef'd paths).
 TIP_ONLY = ("slub-nodebug",)
 COMMAND = "./bulk bisect"
-RECORD = os.path.join(RESULTS, "bisect.json")
-REPORT = os.path.join(RESULTS, "bisect.md")
+KIND = "per-patch"
+# The committed record, which the test command checks.
+RECORD = records.committed(KIND, "bisect.json")
+REPORT = records.committed(KIND, "bisect.md")
 # Seconds per build over the runs so far (the estimate of the time left).
 TIMES = "bisect-times.json"
 # Files private to one allocator: a patch touching only these (and docs)
@@ -162,12 +169,12 @@ def differences(have: dict[str, Any], want: dict[str, Any]) -> list[str]:
     return out
 
 
-AGAIN = "run %s (about an hour on a cold ccache) and commit %s and %s" % (
+AGAIN = "run %s --record (about an hour on a cold ccache) and commit %s and %s" % (
     COMMAND, rel(RECORD), rel(REPORT))
 
 
 def check_record(patches: list[str]) -> str:
-    """The test command's bisect step: results/bisect.json must be a run of
+    """The test command's bisect step: RECORD must be a run of
     ./bulk bisect on the series as patches/ and configs/ hold it, with every
     planned build passed.  Returns the PASS line's detail."""
     try:
@@ -207,8 +214,8 @@ def markdown(rec: dict[str, Any]) -> str:
            "build/bisect/linux on `slub`, and on `slab` and `slob` where it "
            "touches code they compile; the tip on all three and on "
            "`slub-nodebug` (SLUB_DEBUG off). Tip: %s. The test command "
-           "checks that results/bisect.json is of the series as it stands "
-           "and that every build passed." % (
+           "checks that results/per-patch/bisect.json is of the series as it "
+           "stands and that every build passed." % (
                COMMAND, rec["date"], rec["seconds"], rec["compiler"], rec["tip"]),
            "", "%d passed, %d failed." % (rec["passed"], rec["failed"]), "",
            "| build | status | seconds | detail |", "|---|---|---:|---|"]
@@ -219,9 +226,19 @@ def markdown(rec: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
+def keys(built_from: dict[str, Any], builds: list[Build]) -> list[str]:
+    """Each build's key for the resumable loop: its config's fragments and
+    the code of base and of every patch up to the one built."""
+    series = each.chain([built_from["base"]] +
+                        [d for _, d in built_from["patches"]])
+    return ["%s %s %s" % (step_name(b), built_from["configs"][b.config],
+                          series[len(built_from["patches"]) if b.index is None
+                                 else b.index + 1]) for b in builds]
+
+
+def main(record: bool = False) -> int:
     """./bulk bisect: every build of plan(); writes the record and its
-    report, returns 1 if a build failed."""
+    report (under results/ when record), returns 1 if a build failed."""
     start = time.time()
     tree.create()
     if not tree.is_exported_series():
@@ -233,12 +250,18 @@ def main() -> int:
         raise StageError("bisect", "build/linux has %d commits over base, patches/ "
                          "%d patches: run ./bulk tree" % (len(commits) - 1, len(patches)))
     built_from = inputs(patches)
+    builds = plan(patches)
+    key = dict(zip(map(step_name, builds), keys(built_from, builds)))
+    gcc = compiler()
+    progress = each.Progress("bisect", gcc, list(key.values()))
+    kept = sum(r["seconds"] for r in progress.done.values())
     todo = [steps.Step("bisect", step_name(b), partial(build, b, commits))
-            for b in plan(patches)]
+            for b in builds if key[step_name(b)] not in progress.done]
     times = log_path(TIMES)
     history = steps.load_history(times)
-    results = steps.run_all(todo, history)
-    steps.save_history(times, history, results)
+    steps.save_history(times, history, steps.run_all(
+        todo, history, lambda r: progress.save(key[r.name], dataclasses.asdict(r))))
+    results = [steps.StepResult(**progress.done[k]) for k in key.values()]
     # The builds are of build/linux as it was at the start: a patches/ or
     # configs/ changed meanwhile (a checkout, an export) is not what they
     # built, and no record may say it is.
@@ -251,18 +274,20 @@ def main() -> int:
     rec: dict[str, Any] = {
         "command": COMMAND,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "seconds": round(time.time() - start), "tip": commits[-1],
-        "compiler": compiler(), "inputs": built_from,
+        "seconds": round(time.time() - start + kept), "tip": commits[-1],
+        "compiler": gcc, "inputs": built_from,
         "results": [{"name": r.name, "status": r.status, "detail": r.detail,
                      "seconds": r.seconds} for r in results],
         "passed": c["passed"], "failed": c["failed"]}
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(RECORD, "w") as f:
-        json.dump(rec, f, indent=1)
-        f.write("\n")
-    with open(REPORT, "w") as f:
-        f.write(markdown(rec))
-    say("bisect: %d builds, %d passed, %d failed in %dm%02ds; %s" % (
+    out = records.folder(KIND, record)
+    st = records.stamp()
+    records.write_json(os.path.join(out, "bisect.json"), rec, st)
+    md = records.write_markdown(os.path.join(out, "bisect.md"), markdown(rec), st)
+    progress.finish()
+    say("bisect: %d builds, %d passed, %d failed in %dm%02ds; %s, in %s" % (
         len(results), c["passed"], c["failed"], *divmod(int(time.time() - start), 60),
-        rel(REPORT)))
+        rel(md), records.where(record)))
+    if not record:
+        say("bisect: the test command checks %s: run %s --record after "
+            "changing the series" % (rel(RECORD), COMMAND))
     return 1 if c["failed"] else 0

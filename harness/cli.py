@@ -1,43 +1,158 @@
-"""Command line: one sub-command per pipeline stage, plus 'test' and 'bench'.
+"""./bulk: the slab bulk series harness, one command per pipeline stage.
 
-Every command but setup and 'config --list' holds build/.lock while it
-runs.  An error ends it with one line naming the step and the log to read;
-Ctrl-C or SIGTERM unwinds every cleanup (no half-applied series, no
-detached tree) and ends it with one line, exit status 130 or 143.
+Every command but setup, --version, --help and 'config --list' holds
+build/.lock while it runs.  Its arguments are checked before anything
+runs (exit status 2 for a usage error, with what is allowed).  An error
+ends a command with one line naming the step and the log to read; Ctrl-C
+or SIGTERM unwinds every cleanup (no half-applied series, no detached
+tree) and ends it with one line, exit status 130 or 143.
 """
 import argparse
+import json
+import os
+import re
 import signal
 import sys
+import textwrap
+import time
 from types import FrameType
+from typing import Any, Callable, NoReturn
 
 import base
 import bisectplan
+import callers
 import bench
 import bench_each
 import benchprev
 import boot
+import costs
 import export
 import funcprof
 import kbuild
 import kconfig
 import kunit
 import kunit_each
+import movebase
 import net
 import packages
+import record
+import registry
+import stack
 import stress
+import suites
 import testcmd
 import tree
-from common import Interrupted, StageError
+from common import (BASE_FILE, COVER_TABLES, REPO, RESULTS, Interrupted,
+                    StageError, capture, read_kv, rel)
 from lock import BuildLock
+
+EPILOG = "Start with ./bulk test (the tests) and ./bulk bench (the main job)."
+JSON_HELP = ("at the end, print one JSON object on stdout; the lines the "
+             "command prints otherwise go to stderr (on an error: no JSON, "
+             "the FAILED line and exit status 1)")
+
+
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions as written; room for the longest verb, so that each
+    one's help stays on its line."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            self._action_max_length = max(
+                self._action_max_length,
+                self._current_indent + 2 + max(map(len, action.choices)))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, plus a suggestion for a near miss among a choice's values
+    (a verb, --tree, --mode)."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)",
+                      message)
+        if m:
+            message += registry.did_you_mean(
+                m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+        super().error(message)
+
+
+def names(allowed: list[str] | tuple[str, ...], what: str,
+          many: bool = False) -> Callable[[str], str]:
+    """An argparse type: one of @allowed (a comma list of them when
+    @many), a near miss named."""
+    def check(value: str) -> str:
+        given = [v for v in value.split(",") if v] if many else [value]
+        for v in given:
+            if v not in allowed:
+                raise argparse.ArgumentTypeError(
+                    "unknown %s '%s'%s; %s: %s" % (
+                        what, v, registry.did_you_mean(v, allowed),
+                        "a comma list of" if many else "one of",
+                        ", ".join(allowed)))
+        return value
+    return check
+
+
+def positive(value: str) -> int:
+    """An argparse type: a whole number, 1 or more."""
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError("'%s': give a whole number, 1 or "
+                                         "more" % value)
+    return int(value)
+
+
+def version() -> str:
+    """This repository's commit, the series' length and its base."""
+    try:
+        commit = capture(["git", "describe", "--always", "--dirty"],
+                         "version", cwd=REPO).strip()
+    except StageError:
+        commit = "unknown"
+    kv = read_kv(BASE_FILE) if os.path.exists(BASE_FILE) else {}
+    return "./bulk %s: %d patches on %s %s" % (
+        commit, registry.patch_count(), kv.get("PACKAGE", "linux-source-6.1"),
+        kv.get("VERSION", "(no patches/BASE)"))
+
+
+class VersionAction(argparse.Action):
+    """--version, computed only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser,
+                 namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(version())
+        parser.exit()
+
+
+def kept(kind: str, files: str) -> str:
+    """Where a measuring command's records go."""
+    return ("%s in build/results/%s/ (results/%s/ with --record: the "
+            "committed record)" % (files, kind, kind))
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="./bulk", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = Parser(prog="./bulk", description=__doc__, epilog=EPILOG,
+                formatter_class=Formatter)
     ap.add_argument("--wait", action="store_true",
                     help="if another ./bulk holds build/, wait for it "
                     "instead of ending")
+    ap.add_argument("--version", action=VersionAction, nargs=0,
+                    help="print this repository's commit, the number of "
+                    "patches and the base version, and end")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+
+    def verb(name: str, help: str, does: str, writes: str, takes: str,
+             epilog: str | None = None) -> argparse.ArgumentParser:
+        """A command: @help, one line, for ./bulk --help; for ./bulk NAME
+        --help what it does, what it writes and how long it takes."""
+        text = "\n".join(textwrap.fill(s, 76, subsequent_indent="  ")
+                         for s in ("%s: %s." % (help, does), "",
+                                   "writes: " + writes, "time: " + takes))
+        return sub.add_parser(name, help=help, description=text, epilog=epilog,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+
+    config_name = names(list(kconfig.CONFIG_SETS), "config")
 
     def tree_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--tree", default="linux", choices=list(kconfig.TREES),
@@ -50,39 +165,159 @@ def parser() -> argparse.ArgumentParser:
                        help="exact: -icount, one CPU, bit for bit; smp: two "
                        "CPUs, no icount; smp4: four")
 
+    def record_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--record", action="store_true",
+                       help="write the committed record under results/ "
+                       "instead of build/results/")
+
+    def alloc_opt(p: argparse.ArgumentParser, allowed: list[str] | tuple[str, ...],
+                  many: bool) -> None:
+        p.add_argument("--alloc", default=registry.DEFAULT_ALLOC,
+                       type=names(allowed, "allocator config", many),
+                       help="%s %s (default %s)" % (
+                           "comma list of" if many else "one of",
+                           ",".join(allowed), registry.DEFAULT_ALLOC))
+
+    def tests_opt(p: argparse.ArgumentParser, allowed: str,
+                  default: str) -> None:
+        p.add_argument("--tests", default=default,
+                       help="test letters among %s (default %s): %s" % (
+                           allowed, default, registry.test_help(allowed)))
+
+    def range_opts(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--from", dest="first", type=positive, default=1,
+                       help="first patch number to %s (default 1)" % what)
+        p.add_argument("--to", dest="last", type=positive, default=None,
+                       help="last patch number to %s (default: the tip)"
+                       % what)
+
     def bench_opts(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--alloc", default="slub",
-                       help="comma list of %s (default slub)"
-                       % ",".join(bench.BENCH_CONFIGS))
-        p.add_argument("--tests", default="abcdeg",
-                       help="test letters among abcdefghi (default abcdeg; f "
-                       "runs in smp mode)")
+        alloc_opt(p, list(registry.BENCH_CONFIGS), True)
+        tests_opt(p, "".join(registry.TESTS), registry.DEFAULT_TESTS)
         p.add_argument("--quick", action="store_true",
                        help="the module's quick mode (fewer rounds)")
+        record_opt(p)
 
-    sub.add_parser("setup", help="install the Debian packages the harness needs")
-    p = sub.add_parser("base", help="unpack linux-source-6.1 into build/linux, tag 'base'")
+    # What to run first.
+    verb("setup", "install the Debian packages the harness needs",
+         "apt-get install of what is missing, linux-source-6.1 at the "
+         "version patches/BASE records while Debian serves it; apt runs "
+         "only here and in test and bench, the other commands name what "
+         "is missing",
+         "apt packages: QEMU, linux-source-6.1 at patches/BASE's version, "
+         "the kernel build tools, ccache, gnuplot, mypy, busybox",
+         "about 1 min on a fresh Debian 12; seconds when all is installed")
+    p = verb("test", "the tests; CI runs this",
+             "setup, the harness's unit tests and mypy, the base, the series "
+             "applies, checkpatch, the bisect record, builds, KUnit, boots, "
+             "stress runs and a quick benchmark run, each step PASS, FAIL or "
+             "SKIP",
+             "build/logs/test.json (the summary) and test-times.json; one "
+             "PASS/FAIL/SKIP line per step, ending 'N passed, N failed, N "
+             "skipped'; exit status 1 when a step failed",
+             "cold (empty ccache, nothing built): about 57 min on 2 cores; "
+             "warm: 16 to 23 min",
+             epilog="step groups, in the order they run:\n" + "\n".join(
+                 "  %-11s%s" % kv for kv in testcmd.GROUPS.items()))
+    p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
+                   type=names(list(testcmd.GROUPS), "step group", True),
+                   help="run only these step groups (listed below)")
+    p.add_argument("--json", action="store_true",
+                   help=JSON_HELP + ": the summary of build/logs/test.json")
+    p = verb("bench", "the main job: the benchmark, base vs series",
+             "installs what is missing (apt), makes build/linux and "
+             "build/linux-base, builds both kernels per allocator, boots "
+             "them with the benchmark module and prints the tables side by "
+             "side",
+             kept("bench", "bench-ALLOCS.md, .json and -a/-g.png plots") +
+             "; patches/cover-tables.txt for the cover letter's run",
+             "cold: two kernel builds of 6 to 7 min each plus about a "
+             "minute of QEMU; warm (kernels built): about 70 s; --alloc "
+             "slub,slab,slob --tests abcdefg: six builds cold, about 16 min "
+             "warm")
+    bench_opts(p)
+    p.add_argument("--json", action="store_true",
+                   help=JSON_HELP + ": the files written and the report's "
+                   "JSON (its tables' figures)")
+    p.add_argument("--costs", action="store_true",
+                   help="then boot each kernel once more in exact mode "
+                   "with a QEMU plugin counting cache misses (a modeled "
+                   "cache), locked and IRQ-flag instructions in the timed "
+                   "regions: bench-ALLOCS-costs.md, a modeled cost beside "
+                   "the instructions (harness/costs.py)")
+    p = verb("report", "re-render the benchmark's tables",
+             "from the last ./bulk bench boot logs of the same --alloc and "
+             "--tests; no build, no boot",
+             kept("bench", "bench-ALLOCS.md, .json and plots") +
+             "; patches/cover-tables.txt", "seconds")
+    bench_opts(p)
+
+    # Working on the series.
+    p = verb("base", "unpack linux-source-6.1 into build/linux",
+             "the tarball of the installed package, checked against "
+             "patches/BASE, imported into git and tagged 'base'",
+             "build/linux (tag base), build/base.stamp; with "
+             "--record patches/BASE", "about 35 s to 1.3 min (78,000 files "
+             "into git)")
     p.add_argument("--force", action="store_true", help="discard unexported work")
     p.add_argument("--record", action="store_true",
                    help="write the installed package into patches/BASE")
-    p = sub.add_parser("tree", help="build/linux = base + git am patches/")
+    p = verb("tree", "build/linux = base + git am of patches/",
+             "makes the base first when needed; refuses to discard work "
+             "not exported unless --force", "build/linux, branch series; "
+             "build/logs/tree.log", "seconds once the base exists")
     p.add_argument("--force", action="store_true", help="discard unexported work")
-    sub.add_parser("export", help="write build/linux base..HEAD to patches/")
-    p = sub.add_parser("config", help="write and verify a kernel .config")
-    p.add_argument("configs", nargs="*", help="config names (see --list)")
+    verb("export", "write build/linux base..HEAD to patches/",
+         "git format-patch of the series, with the cover letter's text "
+         "and tables",
+         "patches/NNNN-*.patch and the cover letter", "seconds")
+    p = verb("move-base", "move patches/BASE to Debian's newest 6.1",
+             "installs the newest linux-source-6.1 (or --to VERSION), "
+             "diffs the two bases under mm/, net/ and include/linux/slab.h, "
+             "applies the series; then re-exports patches/, records the "
+             "base, builds every patch (bisect --record) and runs the tests",
+             "build/move-base/OLD..NEW.diff; patches/, patches/BASE, "
+             "results/per-patch/bisect.*",
+             "with --check a few minutes; else a bisect and a test run "
+             "(about 1 to 2 h)")
+    p.add_argument("--to", metavar="VERSION",
+                   help="the Debian version to move to (default: the newest "
+                   "that apt-cache madison lists)")
+    p.add_argument("--check", action="store_true",
+                   help="stop once the series applies: the diff of the two "
+                   "bases, patches/BASE untouched")
+
+    # Stages.
+    p = verb("config", "write and verify a kernel .config",
+             "allnoconfig plus the config's fragments from configs/, then "
+             "every line checked to have taken effect", "build/o/TREE-NAME/.config and harness.config-key",
+             "about 6 s; under a second while its inputs are unchanged")
+    p.add_argument("configs", nargs="*", type=config_name,
+                   help="config names (see --list)")
     p.add_argument("--list", action="store_true",
                    help="list the config names and their fragments")
     tree_opt(p)
-    p = sub.add_parser("build", help="configure and build kernels with kbuild")
-    p.add_argument("configs", nargs="+", help="config names (./bulk config --list)")
+    p = verb("build", "configure and build kernels with kbuild",
+             "O= dirs, ccache, all cores; the kernel is stamped with the "
+             "sources it was built from", "build/o/TREE-NAME/ with its stamp "
+             "harness.stamp, build/logs/build-TREE-NAME.log",
+             "cold: 6 to 7 min per kernel on 2 cores; warm: seconds to "
+             "minutes, by what changed")
+    p.add_argument("configs", nargs="+", type=config_name,
+                   help="config names (./bulk config --list)")
     tree_opt(p)
-    p = sub.add_parser("boot", help="boot a built kernel under QEMU")
-    p.add_argument("config", help="config name (./bulk config --list)")
+    p = verb("boot", "boot a built kernel under QEMU",
+             "its stamp must match the tree; the console is checked for "
+             "splats", "build/logs/boot-"
+             "*.log and .json (and a .decoded.log after a splat)",
+             "under a minute (exact mode) with the kernel built")
+    p.add_argument("config", type=config_name,
+                   help="config name (./bulk config --list)")
     tree_opt(p)
     mode_opt(p)
     p.add_argument("--load", default="", help="comma-separated module names to load")
     p.add_argument("--append", default="", help="extra kernel command line")
-    p.add_argument("--timeout", type=int, default=600,
+    p.add_argument("--timeout", type=positive, default=600,
                    help="seconds before the boot counts as hung (default 600)")
     p.add_argument("--shell", action="store_true",
                    help="after loading the modules, a busybox shell on the "
@@ -90,71 +325,78 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gdb", action="store_true",
                    help="QEMU waits for gdb on tcp::%d before the kernel "
                    "starts" % boot.GDB_PORT)
-    p = sub.add_parser("kunit", help="run the KUnit suites of a built kernel")
-    p.add_argument("config", help="config name (./bulk config --list)")
+    p = verb("kunit", "run the KUnit suites of a built kernel",
+             "boots it and parses the suites' results with the kernel's "
+             "kunit.py",
+             "build/logs/kunit-* (the parsed results); exit status 1 on a "
+             "failed case", "a boot: about a minute; ./bulk test's KUnit "
+             "runs take about 7 min together")
+    p.add_argument("config", type=config_name,
+                   help="config name (./bulk config --list)")
     tree_opt(p)
     mode_opt(p)
     p.add_argument("--append", default="", help="extra kernel command line")
-    sub.add_parser("bisect", help="every patch builds (slub; slab, slob where "
-                   "it matters; the tip on all and on slub-nodebug): "
-                   "results/bisect.md, the record ./bulk test checks")
-    p = sub.add_parser("kunit-each", help="the contract suite at every patch "
-                       "(slub exact/smp, slub-debug): results/kunit-each-patch.md")
-    p.add_argument("--from", dest="first", type=int, default=1,
-                   help="first patch number to run (default 1); with --from or "
-                   "--to the results go to results/kunit-each-patch-pFIRST-pLAST.md")
-    p.add_argument("--to", dest="last", type=int, default=None,
-                   help="last patch number to run (default: the tip)")
-    p = sub.add_parser("bench-each", help="the benchmark at every patch that "
-                       "can move it: results/bench-each-ALLOC.md")
-    p.add_argument("--alloc", default="slub",
-                   help="one of %s (default slub)" % ",".join(bench_each.ALLOCS))
-    p.add_argument("--tests", default=bench_each.DEFAULT_TESTS,
-                   help="test letters among abcdeg (default %s)"
-                   % bench_each.DEFAULT_TESTS)
-    p.add_argument("--from", dest="first", type=int, default=1,
-                   help="first patch number to boot (the first patch with "
-                   "the module is always booted); with --from or --to the "
-                   "results go to results/bench-each-ALLOC-pFIRST-pLAST.md, "
-                   "and --report, --message and --table read that run's "
-                   "file when given the same range")
-    p.add_argument("--to", dest="last", type=int, default=None,
-                   help="last patch number to boot (default: the tip)")
+
+    # Longer runs.
+    p = verb("bisect", "every patch builds: the record test checks",
+             "each patch built in build/bisect/linux on slub, on slab and "
+             "slob where it matters, the tip on all and on slub-nodebug",
+             kept("per-patch", "bisect.md and .json"),
+             "warm: 16 to 19 min (105 builds); cold: about an hour")
+    record_opt(p)
+    p = verb("kunit-each", "the contract suite at every patch",
+             "in build/bisect/linux, on slub (exact and smp mode) and "
+             "slub-debug",
+             kept("per-patch", "kunit-each-patch.md (-pFIRST-pLAST with "
+                  "--from/--to)"),
+             "warm: about 77 min for 42 patches; --from 31: about 30 min")
+    range_opts(p, "run")
+    record_opt(p)
+    p = verb("bench-each", "the benchmark at every patch that can move it",
+             "one allocator; each patch that can change its kernel built in "
+             "build/bisect/linux and booted in exact mode, base too",
+             kept("per-patch", "bench-each-ALLOC.md and .json "
+                  "(-pFIRST-pLAST with --from/--to)"),
+             "warm: 26 to 31 min for slub (32 boots), 9 for slab, 11 for "
+             "slob; --from N --to N+1: about 5 min")
+    alloc_opt(p, registry.ALLOCATORS, False)
+    tests_opt(p, registry.EXACT_TESTS, registry.DEFAULT_TESTS)
+    range_opts(p, "boot")
     p.add_argument("--report", action="store_true",
-                   help="only re-render the .md from results/bench-each-ALLOC.json")
-    p.add_argument("--message", type=int, default=None, metavar="PATCH",
-                   help="print, from results/bench-each-ALLOC.json, the rows "
+                   help="only re-render the .md from bench-each-ALLOC.json "
+                   "(the run's of the same --from/--to)")
+    p.add_argument("--message", type=positive, default=None, metavar="PATCH",
+                   help="print, from bench-each-ALLOC.json, the rows "
                    "patch PATCH moves, as a commit message quotes them")
-    p.add_argument("--table", type=int, default=None, metavar="PATCH",
-                   help="print, from results/bench-each-ALLOC.json, patch "
+    p.add_argument("--table", type=positive, default=None, metavar="PATCH",
+                   help="print, from bench-each-ALLOC.json, patch "
                    "PATCH's fallback / base / before / after table for the "
                    "rows given with --rows, as a commit message quotes it")
     p.add_argument("--rows", default="", metavar="T/VARIANT:N,N ...",
                    help="with --table: the rows, e.g. 'a/bulk:8,64,128 "
                    "c/order_bulk:16 e/kmalloc:64 a/single:1'")
-    p = sub.add_parser("bench-prev", help="the benchmark on base, an earlier "
-                       "posting (a commit's patches/) and the series, one "
-                       "module: results/bench-prev-REV-ALLOCS.md")
+    record_opt(p)
+    p = verb("bench-prev", "the benchmark: base, an earlier posting, series",
+             "the earlier posting is a commit's patches/, applied in "
+             "build/prev/linux; the three kernels share the series' module",
+             kept("per-patch", "bench-prev-REV-ALLOCS.md and .json") +
+             "; build/prev/", "with the kernels built: about 2.5 min for "
+             "slub; cold: three kernel builds more per allocator")
     p.add_argument("--rev", required=True, metavar="REV",
                    help="the commit of this repository whose patches/ is the "
                    "earlier posting (e.g. v1's)")
-    p.add_argument("--alloc", default="slub",
-                   help="comma list of %s (default slub)"
-                   % ",".join(benchprev.ALLOCS))
-    p.add_argument("--tests", default=bench_each.DEFAULT_TESTS,
-                   help="test letters among %s (default %s)"
-                   % (bench_each.TESTS, bench_each.DEFAULT_TESTS))
-    p = sub.add_parser("test", help="the test command (README); CI runs it",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="step groups, in the order they run:\n" + "\n".join(
-                           "  %-11s%s" % kv for kv in testcmd.GROUPS.items()))
-    p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
-                   help="run only these step groups (listed below)")
-    p = sub.add_parser("stress", help="soak: the stress suite for as long as "
-                       "asked: results/stress.md")
+    alloc_opt(p, registry.ALLOCATORS, True)
+    tests_opt(p, registry.EXACT_TESTS, registry.DEFAULT_TESTS)
+    record_opt(p)
+    p = verb("stress", "soak: the stress suite for as long as asked",
+             "builds the runs' kernels and boots each again and again, "
+             "checking every round",
+             kept("stress", "stress.md and .json"),
+             "--minutes per run (default 10) times the runs, plus the "
+             "kernel builds")
     p.add_argument("--minutes", type=float, default=10,
                    help="minutes per run (default 10)")
-    p.add_argument("--seconds", type=int, default=None,
+    p.add_argument("--seconds", type=positive, default=None,
                    help="seconds per round, each checked on its own (default "
                    "60, or the whole time when shorter; at most %d)"
                    % stress.MAX_ROUND_SECONDS)
@@ -165,11 +407,14 @@ def parser() -> argparse.ArgumentParser:
                    "lockdep), or config names: %s" % ", ".join(sorted(
                        {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
                         + stress.EXTRA_RUNS})))
-    p = sub.add_parser("bench", help="the main command: base vs series benchmark")
-    bench_opts(p)
-    p = sub.add_parser("net", help="pktgen through virtio-net and UDP "
-                       "reassembly over loopback, base vs series: "
-                       "results/net.md")
+    record_opt(p)
+    p = verb("net", "network runs, base vs series",
+             "pktgen through virtio-net and UDP reassembly over loopback, a "
+             "KASAN + lockdep run and a function profile",
+             kept("net", "net.md, .json and net-udp.png (net-napi-cache.md "
+                  "and .json with --napi-cache)"),
+             "warm: about 10 min; cold: three kernel builds more; "
+             "--napi-cache: about 5 min")
     p.add_argument("--count", type=int, default=100000,
                    help="packets per run (default 100000)")
     p.add_argument("--runs", type=int, default=5,
@@ -192,27 +437,176 @@ def parser() -> argparse.ArgumentParser:
                    help="also measure the series at patch PATCH (1-based; "
                    "may repeat), built in the bisect worktree")
     p.add_argument("--report", action="store_true",
-                   help="only re-render results/net.md from results/net.json")
+                   help="only re-render net.md from net.json")
     p.add_argument("--napi-cache", metavar="SIZE/BULK,...",
                    help="instead: pktgen on the series with 6.1's NAPI skb "
                    "cache sizes and with each SIZE/BULK given (e.g. "
-                   "32/16,128/16): results/net-napi-cache.md")
-    p = sub.add_parser("profile", help="instructions per object by kernel "
-                       "function inside the slab calls of benchmark rows, "
-                       "base vs series (QEMU plugin): results/profile-*.md")
-    p.add_argument("--alloc", default="slub",
-                   help="one of %s (default slub)" % ",".join(funcprof.ALLOCS))
-    p.add_argument("--tests", default="b",
-                   help="test letters among %s (default b)" % funcprof.TESTS)
+                   "32/16,128/16): net-napi-cache.md")
+    record_opt(p)
+    p = verb("profile", "instructions per function in the slab calls",
+             "per benchmark row, base vs series, counted by a QEMU TCG "
+             "plugin",
+             kept("experiments", "profile-ALLOC-TESTS-SIZES.md and .json") +
+             "; build/profile/", "about 1 min with the kernels built; cold: "
+             "two kernel builds more")
+    alloc_opt(p, registry.PROFILE_CONFIGS, False)
+    tests_opt(p, registry.PROFILE_TESTS, "b")
     p.add_argument("--sizes", default="34,1024",
                    help="comma list of N, the module's sizes (default 34,1024)")
-    p.add_argument("--top", type=int, default=funcprof.DEFAULT_TOP,
+    p.add_argument("--top", type=positive, default=funcprof.DEFAULT_TOP,
                    help="functions listed per table (default %d)"
                    % funcprof.DEFAULT_TOP)
-    p = sub.add_parser("report", help="re-render results/ (and the cover "
-                       "letter's tables) from the last bench logs")
-    bench_opts(p)
+    record_opt(p)
+    p = verb("callers", "the bulk API's callers in the kernel, base vs series",
+             "the maple tree (mmap, mprotect, brk), io_uring NOPs and "
+             "kvfree_rcu() driven by the init in exact mode: instructions "
+             "per operation, and the bulk calls per operation from a "
+             "kernel with kprobe events",
+             kept("bench", "callers.md and .json"),
+             "about 10 min with the kernels built; cold: four kernel "
+             "builds more")
+    p.add_argument("--no-count", action="store_true",
+                   help="skip the counting kernel (slub-callers-count)")
+    record_opt(p)
+    p = verb("suites", "the kernel's own suites that use the bulk API, "
+             "base vs series",
+             "kfence_test, kasan_test, slub_kunit, the maple tree's test "
+             "module and test_meminit (under init_on_alloc=1 and "
+             "init_on_free=1), in smp mode; SLOB runs the last two",
+             kept("suites", "suites-ALLOCS.md and .json"),
+             "about 1 h for the three allocators on 2 cores, most of it "
+             "six kernel builds (KASAN on SLUB and SLAB)")
+    p.add_argument("--alloc", default=",".join(suites.ALLOCS),
+                   type=names(list(suites.ALLOCS), "allocator", True),
+                   help="comma list of %s (default all)"
+                   % ",".join(suites.ALLOCS))
+    p.add_argument("--suites", default=",".join(suites.BY_MODULE),
+                   type=names(list(suites.BY_MODULE), "suite", True),
+                   help="comma list of %s (default all)"
+                   % ",".join(suites.BY_MODULE))
+    record_opt(p)
+    p = verb("stack", "stack frames of the bulk paths, base vs series",
+             "each function's frame from objdump (the prologue's sub and "
+             "pushes; checkstack.pl's figure beside it, which counts every "
+             "epilogue) for every function the series adds or changes in "
+             "the allocator, slab_common.o and skbuff.o, built for x86-64 "
+             "(ORC; frame pointers), i386 and arm64 with SLUB, SLAB and "
+             "SLOB, in build/stack/",
+             kept("bench", "stack.md and .json"),
+             "about 25 min cold on 2 cores (24 small builds), a minute warm")
+    p.add_argument("--arch", default=",".join(stack.VARIANT_NAMES),
+                   type=names(stack.VARIANT_NAMES, "variant", True),
+                   help="comma list of %s (default all)"
+                   % ",".join(stack.VARIANT_NAMES))
+    p.add_argument("--alloc", default=",".join(stack.ALLOCS),
+                   type=names(stack.ALLOCS, "allocator", True),
+                   help="comma list of %s (default all)"
+                   % ",".join(stack.ALLOCS))
+    record_opt(p)
     return ap
+
+
+def check_range(args: argparse.Namespace) -> None:
+    """--from/--to: FIRST <= LAST, both patches of the series."""
+    if args.last is not None and args.last < args.first:
+        raise StageError(args.cmd, "--from %d --to %d: the first patch "
+                         "comes after the last" % (args.first, args.last))
+    n = registry.patch_count()
+    if n and max(args.first, args.last or 0) > n:
+        raise StageError(args.cmd, "--from/--to: the series has patches 1 "
+                         "to %d" % n)
+
+
+def check_config(args: argparse.Namespace) -> None:
+    if not args.list and not args.configs:
+        raise StageError("config", "name the config(s) to write; "
+                         "./bulk config --list lists them")
+
+
+def check_bench_each(args: argparse.Namespace) -> None:
+    bench_each.check_args(args)
+    check_range(args)
+
+
+def check_bench_prev(args: argparse.Namespace) -> None:
+    benchprev.check_args(args)
+    benchprev.check_base(benchprev.resolve(args.rev))
+
+
+# The checks of the arguments that their own type cannot check alone,
+# per command: each module's own check, and the patch range.
+CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
+    "config": check_config,
+    "bench": bench.check_args,
+    "report": bench.check_args,
+    "kunit-each": check_range,
+    "bench-each": check_bench_each,
+    "bench-prev": check_bench_prev,
+    "stress": lambda a: stress.select(a.runs),
+    "net": net.validate,
+    "profile": funcprof.check_args,
+}
+
+
+def validate(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Every argument, before anything runs: a usage error (exit status 2)
+    saying what is allowed."""
+    check = CHECKS.get(args.cmd)
+    if check is None:
+        return
+    try:
+        check(args)
+    except StageError as e:
+        sub = [a for a in ap._actions
+               if isinstance(a, argparse._SubParsersAction)][0]
+        sub.choices[args.cmd].error(
+            e.msg + ("\n" + e.detail if e.detail else ""))
+
+
+def written_since(start: float) -> list[str]:
+    """The files of results/, build/results/ and patches/cover-tables.txt
+    written since @start."""
+    out = [COVER_TABLES] if os.path.exists(COVER_TABLES) and \
+        os.path.getmtime(COVER_TABLES) >= start else []
+    for root in (RESULTS, record.SCRATCH):
+        for d, _, files in os.walk(root):
+            out += [os.path.join(d, f) for f in sorted(files)
+                    if os.path.getmtime(os.path.join(d, f)) >= start]
+    return out
+
+
+def bench_json(start: float, rc: int) -> dict[str, Any]:
+    """./bulk bench --json: the files written and the report's JSON."""
+    files = written_since(start)
+    reports = [f for f in files if f.endswith(".json")
+               and os.path.basename(f).startswith("bench-")]
+    report = None
+    if reports:
+        with open(reports[0]) as f:
+            report = json.load(f)
+    return {"command": "./bulk " + " ".join(sys.argv[1:]),
+            "exit_status": rc, "files": [rel(f) for f in files],
+            "report": report}
+
+
+def with_json(args: argparse.Namespace) -> int:
+    """--json: the command with its stdout on stderr, then one JSON object
+    on stdout."""
+    start = time.time()
+    summary: dict[str, object] = {}
+    args.summary = summary
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        rc = dispatch(args)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+    obj = summary if args.cmd == "test" else bench_json(start, rc)
+    print(json.dumps(obj, indent=1))
+    return rc
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -223,6 +617,8 @@ def dispatch(args: argparse.Namespace) -> int:
             base.create(force=args.force)
     elif args.cmd == "tree":
         tree.create(force=args.force)
+    elif args.cmd == "move-base":
+        return movebase.main(args)
     elif args.cmd == "export":
         export.export()
     elif args.cmd == "config":
@@ -253,26 +649,35 @@ def dispatch(args: argparse.Namespace) -> int:
     elif args.cmd == "bench-prev":
         return benchprev.main(args)
     elif args.cmd == "bisect":
-        return bisectplan.main()
+        return bisectplan.main(args.record)
     elif args.cmd == "kunit-each":
-        return 1 if kunit_each.each_patch(args.first, args.last) else 0
+        return 1 if kunit_each.each_patch(args.first, args.last, args.record) else 0
     elif args.cmd == "test":
-        return testcmd.main(args.only)
+        return testcmd.main(args.only, getattr(args, "summary", None))
     elif args.cmd == "stress":
         return stress.soak(args.runs, args.minutes, args.seconds,
                            "./bulk stress --runs %s --minutes %g%s" % (
                                args.runs, args.minutes,
                                " --seconds %d" % args.seconds
                                if args.seconds is not None else ""),
-                           kbuild.build)
+                           kbuild.build, args.record)
     elif args.cmd == "bench":
-        return bench.main(args)
+        rc = bench.main(args)
+        if rc == 0 and args.costs:
+            rc = costs.main(args)
+        return rc
     elif args.cmd == "net":
         return net.main(args)
     elif args.cmd == "profile":
         return funcprof.main(args)
+    elif args.cmd == "callers":
+        return callers.main(args)
     elif args.cmd == "report":
         return bench.report_main(args)
+    elif args.cmd == "suites":
+        return suites.main(args)
+    elif args.cmd == "stack":
+        return stack.main(args)
     return 0
 
 
@@ -281,7 +686,9 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    ap = parser()
+    args = ap.parse_args(argv)
+    validate(ap, args)
     signal.signal(signal.SIGTERM, on_sigterm)
     try:
         if args.cmd == "setup":
@@ -290,10 +697,9 @@ def main(argv: list[str]) -> int:
         if args.cmd == "config" and args.list:
             print(kconfig.listing())
             return 0
-        if args.cmd == "config" and not args.configs:
-            raise StageError("config", "name the config(s) to write; "
-                             "./bulk config --list lists them")
         with BuildLock(args.wait):
+            if getattr(args, "json", False):
+                return with_json(args)
             return dispatch(args)
     except StageError as e:
         print("FAILED %s" % e, file=sys.stderr)

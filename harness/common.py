@@ -95,6 +95,9 @@ def capture(cmd: Sequence[str], step: str, cwd: Optional[str] = None,
         p = subprocess.run(list(cmd), cwd=cwd, env=full_env, input=stdin,
                            text=True, capture_output=True, errors="replace")
     except FileNotFoundError:
+        # Also raised for a missing cwd: not a missing program then.
+        if cwd is not None and not os.path.isdir(cwd):
+            raise StageError(step, "%s does not exist" % rel(cwd)) from None
         raise StageError(step, "%s is not installed; run ./bulk setup"
                          % cmd[0]) from None
     if p.returncode != 0:

@@ -32,23 +32,21 @@ import argparse
 import bisect
 import collections
 import dataclasses
-import json
 import os
 import re
 import subprocess
 from typing import Any
 
-import base
 import basetree
 import bench
 import benchparse
 import boot
 import kbuild
 import measure
-import packages
-import tree
+import record as records
+import registry
 from benchparse import Record
-from common import BUILD, REPO, RESULTS, StageError, need_tools, rel, say
+from common import BUILD, REPO, StageError, need_tools, rel, say
 
 PLUGIN_SRC = os.path.join(REPO, "harness", "plugin", "qemu-prof.c")
 PLUGIN = os.path.join(BUILD, "profile", "qemu-prof.so")
@@ -57,9 +55,9 @@ PLUGIN = os.path.join(BUILD, "profile", "qemu-prof.so")
 ENTRIES = (("kmem_cache_alloc_bulk", True), ("kmem_cache_free_bulk", True),
            ("kmem_cache_alloc", False), ("kmem_cache_free", False))
 PHASE_FUNCTION = "_printk"
-TESTS = "ab"
+TESTS = registry.PROFILE_TESTS
 # The benchmark configs whose module code runs only when the module runs.
-ALLOCS = ("slub", "slab", "slob", "slub-kfence")
+ALLOCS = registry.PROFILE_CONFIGS
 MODULE_LINE = re.compile(r"^\[\s*\d+\.\d+\] %s: (.*)$" % measure.BENCH_MODULE)
 TREES = ((measure.BASE_TREE, "base"), ("linux", "series"))
 DEFAULT_TOP = 20
@@ -109,19 +107,24 @@ def check_args(args: argparse.Namespace) -> tuple[str, str, list[int]]:
     return args.alloc, tests, sizes
 
 
-def build_plugin() -> str:
-    """Compile the plugin when its source is newer than the library."""
-    need_tools("profile", ["gcc"])
-    if os.path.exists(PLUGIN) and \
-            os.path.getmtime(PLUGIN) >= os.path.getmtime(PLUGIN_SRC):
-        return PLUGIN
-    os.makedirs(os.path.dirname(PLUGIN), exist_ok=True)
+def build_plugin(src: str = PLUGIN_SRC, lib: str = PLUGIN,
+                 step: str = "profile") -> str:
+    """Compile a plugin of harness/plugin/ when its source or a header
+    there is newer than the library."""
+    need_tools(step, ["gcc"])
+    plugin_dir = os.path.dirname(src)
+    deps = [src] + [os.path.join(plugin_dir, f)
+                    for f in os.listdir(plugin_dir) if f.endswith(".h")]
+    if os.path.exists(lib) and os.path.getmtime(lib) >= max(
+            os.path.getmtime(d) for d in deps):
+        return lib
+    os.makedirs(os.path.dirname(lib), exist_ok=True)
     p = subprocess.run(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o",
-                        PLUGIN, PLUGIN_SRC], capture_output=True, text=True)
+                        lib, src], capture_output=True, text=True)
     if p.returncode != 0:
-        raise StageError("profile", "building the QEMU plugin %s failed: %s"
-                         % (rel(PLUGIN_SRC), p.stderr.strip()))
-    return PLUGIN
+        raise StageError(step, "building the QEMU plugin %s failed: %s"
+                         % (rel(src), p.stderr.strip()))
+    return lib
 
 
 def read_symbols(system_map: str) -> tuple[list[int], list[str]]:
@@ -174,6 +177,14 @@ def read_counts(path: str) -> Counts:
                                  "CUT'" % (path, lineno))
             blocks.append((int(parts[0]), int(parts[1]), int(parts[2], 16),
                            int(parts[3]) * int(parts[4]) - int(parts[5])))
+    check_header(path, header)
+    return Counts(header["clock_reads"], header["phases"], header["vcpus"],
+                  blocks)
+
+
+def check_header(path: str, header: dict[str, int]) -> None:
+    """A plugin's counts (qemu-prof.c's, qemu-cost.c's) are one vCPU's,
+    of whole timed regions; ValueError if not."""
     missing = [k for k in ("clock_reads", "phases", "vcpus")
                if k not in header]
     if missing:
@@ -188,8 +199,6 @@ def read_counts(path: str) -> Counts:
         raise ValueError("%s: an odd number of clock reads (%d): the timed "
                          "regions are not pairs" % (path,
                                                     header["clock_reads"]))
-    return Counts(header["clock_reads"], header["phases"], header["vcpus"],
-                  blocks)
 
 
 def module_lines(console: str) -> list[str]:
@@ -202,26 +211,21 @@ def module_lines(console: str) -> list[str]:
     return out
 
 
-def rows(console: str, counts: Counts,
-         addrs: list[int], names: list[str]) -> list[Row]:
-    """Group the module's R lines (consecutive ones form a row) and give
-    each the counts of the last phase with slab calls before it.  Phase k
-    runs from the module's k-th console line to its (k+1)-th."""
+def r_groups(console: str, phases: int) -> list[tuple[list[Record], int,
+                                                        int]]:
+    """The module's R lines, consecutive ones grouped (a row), each group
+    with the phases its measurements can lie in: (group, first, last)
+    where phase k runs from the module's k-th console line to its
+    (k+1)-th, so that a group's phases run from the one the previous
+    group's last R line opens to the one its own first R line ends.
+    @phases: the calls of _printk() from module code the plugin saw."""
     lines = module_lines(console)
-    if counts.phases != len(lines):
+    if phases != len(lines):
         raise ValueError("the plugin saw %d calls of %s from module code, "
                          "the console has %d module lines: phases and lines "
-                         "do not match" % (counts.phases, PHASE_FUNCTION,
+                         "do not match" % (phases, PHASE_FUNCTION,
                                            len(lines)))
-    per_phase: dict[int, dict[bool, collections.Counter[str]]] = {}
-    for phase, entry, vaddr, insns in counts.blocks:
-        if not 1 <= entry <= len(ENTRIES):
-            raise ValueError("entry %d out of range" % entry)
-        side = ENTRIES[entry - 1][1]
-        d = per_phase.setdefault(phase, {True: collections.Counter(),
-                                         False: collections.Counter()})
-        d[side][function_of(addrs, names, vaddr)] += insns
-    out: list[Row] = []
+    out: list[tuple[list[Record], int, int]] = []
     last = 0
     i = 0
     while i < len(lines):
@@ -233,10 +237,29 @@ def rows(console: str, counts: Counts,
         while i < len(lines) and lines[i].startswith("R "):
             group.append(benchparse.parse_r_line(lines[i][2:], i + 1))
             i += 1
-        # Phase k ends at line k + 1 (1-based): line first + 1 ends phase
-        # first; the last phase with calls after the previous row.
-        work = [k for k in per_phase if last <= k <= first]
+        # Line first + 1 (1-based) ends phase first.
+        out.append((group, last, first))
         last = i
+    return out
+
+
+def rows(console: str, counts: Counts,
+         addrs: list[int], names: list[str]) -> list[Row]:
+    """Group the module's R lines (r_groups()) and give each the counts of
+    the last phase with slab calls before it."""
+    groups = r_groups(console, counts.phases)
+    per_phase: dict[int, dict[bool, collections.Counter[str]]] = {}
+    for phase, entry, vaddr, insns in counts.blocks:
+        if not 1 <= entry <= len(ENTRIES):
+            raise ValueError("entry %d out of range" % entry)
+        side = ENTRIES[entry - 1][1]
+        d = per_phase.setdefault(phase, {True: collections.Counter(),
+                                         False: collections.Counter()})
+        d[side][function_of(addrs, names, vaddr)] += insns
+    out: list[Row] = []
+    for group, first_phase, last_phase in groups:
+        # The last phase with calls after the previous row.
+        work = [k for k in per_phase if first_phase <= k <= last_phase]
         if group[0].test not in TESTS:
             continue
         row = "test %s N=%d (%s)" % (group[0].test, group[0].n, "/".join(
@@ -363,11 +386,8 @@ def main(args: argparse.Namespace) -> int:
     cmd = "./bulk profile --alloc %s --tests %s --sizes %s%s" % (
         alloc, tests, ",".join(map(str, sizes)),
         " --top %d" % args.top if args.top != DEFAULT_TOP else "")
-    packages.setup()
+    basetree.prepare("profile")
     plugin = build_plugin()
-    base.create()
-    tree.create()
-    basetree.make()
     if basetree.bench_patch() is None:
         raise StageError("profile", "the benchmark module (%s) is not in the "
                          "series yet" % measure.BENCH_FILE)
@@ -376,13 +396,11 @@ def main(args: argparse.Namespace) -> int:
         kbuild.build(alloc, tr)
         sides[side] = boot_profiled(alloc, tr, tests, sizes, plugin)
     md, data = report(alloc, cmd, sides, args.top)
-    name = "profile-%s-%s-%s" % (alloc, tests, "-".join(map(str, sizes)))
-    os.makedirs(RESULTS, exist_ok=True)
-    with open(os.path.join(RESULTS, name + ".md"), "w") as f:
-        f.write(md + "\n")
-    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
+    name = os.path.join(records.folder("experiments", args.record), "profile-%s-%s-%s"
+                        % (alloc, tests, "-".join(map(str, sizes))))
+    st = records.stamp()
+    records.write_json(name + ".json", data, st)
     print(md)
-    say("profile: wrote %s" % rel(os.path.join(RESULTS, name + ".md")))
+    say("profile: wrote %s, in %s" % (rel(records.write_markdown(
+        name + ".md", md, st)), records.where(args.record)))
     return 0

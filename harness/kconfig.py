@@ -53,6 +53,16 @@ CONFIG_SETS = {
     "slub-net-trace": ["common", "hardening", "slub", "bench", "net", "trace"],
     "slub-debug-net": ["common", "hardening", "slub", "debug", "slub-debug",
                        "net"],
+    # ./bulk callers: the benchmark config with io_uring, and the same with
+    # kprobe events and hist triggers that count the bulk calls.
+    "slub-callers": ["common", "hardening", "slub", "bench", "callers"],
+    "slub-callers-count": ["common", "hardening", "slub", "bench", "callers",
+                           "callers-count"],
+    # ./bulk suites: the kernel's own suites that use the bulk API, with
+    # KASAN and KFENCE on SLUB and SLAB; SLOB runs the two it supports.
+    "slub-suites": ["common", "hardening", "slub", "suites", "suites-kasan"],
+    "slab-suites": ["common", "hardening", "slab", "suites", "suites-kasan"],
+    "slob-suites": ["common", "slob", "suites"],
 }
 # Symbols the series adds (its KUnit suites and benchmark module): they do
 # not exist on the base or before their patch, where a fragment's line for
@@ -81,6 +91,8 @@ class Tree:
     # CCACHE_BASEDIR: every tree's O= dir sits at ../../linux* from its
     # source, so ccache shares objects between trees.
     ccache_base: str
+    # The command that makes the source tree.
+    made_by: str
 
     def out_dir(self, config: str) -> str:
         return os.path.join(self.out_root, "%s-%s" % (
@@ -88,10 +100,13 @@ class Tree:
 
 
 TREES = {t.name: t for t in (
-    Tree("linux", TREE, os.path.join(BUILD, "o"), BUILD),
-    Tree("linux-base", BENCH_BASE_TREE, os.path.join(BUILD, "o"), BUILD),
-    Tree("bisect", BISECT_TREE, os.path.join(BISECT_ROOT, "o"), BISECT_ROOT),
-    Tree("prev", PREV_TREE, os.path.join(PREV_ROOT, "o"), PREV_ROOT),
+    Tree("linux", TREE, os.path.join(BUILD, "o"), BUILD, "./bulk tree"),
+    Tree("linux-base", BENCH_BASE_TREE, os.path.join(BUILD, "o"), BUILD,
+         "./bulk bench"),
+    Tree("bisect", BISECT_TREE, os.path.join(BISECT_ROOT, "o"), BISECT_ROOT,
+         "./bulk bisect"),
+    Tree("prev", PREV_TREE, os.path.join(PREV_ROOT, "o"), PREV_ROOT,
+         "./bulk bench-prev"),
 )}
 
 
@@ -283,6 +298,9 @@ def configure(name: str, tree_name: str = "linux") -> str:
     when it changes, so an unchanged result costs no rebuild."""
     t = tree(tree_name)
     files = fragment_files(name)
+    if not os.path.isdir(t.src):
+        raise StageError("config", "%s does not exist: run %s"
+                         % (rel(t.src), t.made_by))
     out = t.out_dir(name)
     os.makedirs(out, exist_ok=True)
     key = config_key(name, t)
@@ -319,5 +337,8 @@ def configure(name: str, tree_name: str = "linux") -> str:
 
 
 def listing() -> str:
-    """The configs and their fragments (./bulk config --list)."""
-    return "\n".join("%-12s %s" % (n, " + ".join(f)) for n, f in CONFIG_SETS.items())
+    """The configs and their fragments (./bulk config --list), the
+    fragments in one column."""
+    width = max(map(len, CONFIG_SETS))
+    return "\n".join("%-*s %s" % (width, n, " + ".join(f))
+                     for n, f in CONFIG_SETS.items())

@@ -4,19 +4,22 @@ Each commit is built in the bisect worktree (build/bisect/linux, never the
 user's build/linux) and booted as ./bulk kunit does; the runs are those of
 kunit.KUNIT_RUNS on slub without extra options (exact and smp; the test
 command makes them on slub-faults) and on slub-debug (KASAN, lockdep).
-Writes results/kunit-each-patch.md; a run limited with --from/--to writes
-results/kunit-each-patch-pFIRST-pLAST.md, so that it never overwrites the
-record of every patch.
+Writes kunit-each-patch.md under build/results/per-patch/, or
+results/per-patch/ with --record; a run limited with --from/--to writes
+kunit-each-patch-pFIRST-pLAST.md, so that it never overwrites the record of
+every patch.  An interrupted run keeps the patches it finished (each.py).
 """
 import dataclasses
 import os
 from typing import Callable
 
+import each
 import gitrepo
 import kbuild
 import kunit
+import record as records
 import tree
-from common import BISECT_TREE, REPO, RESULTS, TREE, StageError, rel, say
+from common import BISECT_TREE, REPO, TREE, StageError, rel, say
 
 SUITE_SRC = os.path.join("lib", "slab_bulk_kunit.c")
 # slub-debug's slub_debug=- runs (the fast paths under KASAN and DEBUG_VM)
@@ -76,11 +79,12 @@ def select(commits: list[str], first: int = 1,
     return commits[first - 1:top]
 
 
-def out_path(first: int = 1, last: int | None = None) -> str:
+def out_path(first: int = 1, last: int | None = None,
+             record: bool = False) -> str:
     name = "kunit-each-patch"
     if first > 1 or last is not None:
         name += "-p%d-p%s" % (first, last if last is not None else "tip")
-    return os.path.join(RESULTS, name + ".md")
+    return os.path.join(records.folder("per-patch", record), name + ".md")
 
 
 def markdown(table: list[Row], first: int = 1,
@@ -105,9 +109,10 @@ def markdown(table: list[Row], first: int = 1,
     return "\n".join(out) + "\n"
 
 
-def each_patch(first: int = 1, last: int | None = None) -> int:
-    """Writes results/kunit-each-patch.md (see out_path() for a limited
-    run); returns the number of failed rows."""
+def each_patch(first: int = 1, last: int | None = None,
+               record: bool = False) -> int:
+    """Writes kunit-each-patch.md (see out_path() for a limited run);
+    returns the number of failed rows."""
     tree.create()
     commits = select(gitrepo.commits(TREE, "kunit-each"), first, last)
     subjects = [gitrepo.git(TREE, "kunit-each", "log", "-1", "--format=%s",
@@ -130,13 +135,26 @@ def each_patch(first: int = 1, last: int | None = None) -> int:
             built[r.config] = c
         return kunit.run(r, "bisect")
 
-    table = rows(commits, subjects, has_suite, run_one, RUNS)
-    path = out_path(first, last)
-    with open(path, "w") as f:
-        f.write(markdown(table, first, last))
+    def work(i: int) -> list[list[str]]:
+        return [[r.run, r.status, r.detail] for r in rows(
+            commits[i:i + 1], subjects[i:i + 1], has_suite, run_one, RUNS)]
+
+    def write(done: list[list[list[str]]]) -> list[Row]:
+        table = [Row(c, subj, *r) for c, subj, rs in zip(commits, subjects, done)
+                 for r in rs]
+        path = records.write_markdown(out_path(first, last, record),
+                                      markdown(table, first, last),
+                                      records.stamp())
+        say("kunit-each: %d rows, %d failed; %s, in %s" % (
+            len(table), sum(r.status == "FAIL" for r in table), rel(path),
+            records.where(record)))
+        return table
+
+    setting = "; ".join("%s %s %s" % (r.config, r.mode, r.append) for r in RUNS)
+    table = each.loop("kunit-each", setting, list(zip(
+        each.tree_ids(TREE, "kunit-each", commits), range(len(commits)))),
+        work, write)
     failed = [r for r in table if r.status == "FAIL"]
-    say("kunit-each: %d rows, %d failed; %s" % (len(table), len(failed),
-                                               rel(path)))
     for r in failed:
         say("FAIL %s %s: %s" % (r.subject, r.run, r.detail))
     return len(failed)

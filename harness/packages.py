@@ -22,8 +22,14 @@ APT_PACKAGES = [
     "python3-ply", "python3-git",
     # the test command's type check; ./bulk boot --shell's busybox
     "mypy", "busybox-static",
+    # ./bulk stack's arm64 objects (its binutils: aarch64-linux-gnu-objdump)
+    "gcc-aarch64-linux-gnu",
 ]
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
+
+
+def sudo() -> list[str]:
+    return [] if os.geteuid() == 0 else ["sudo"]
 
 
 def installed_versions(names: list[str]) -> dict[str, str]:
@@ -43,6 +49,15 @@ def installed_versions(names: list[str]) -> dict[str, str]:
 def missing() -> list[str]:
     have = installed_versions(APT_PACKAGES)
     return [p for p in APT_PACKAGES if p not in have]
+
+
+def require(step: str) -> None:
+    """Only setup, test and bench install packages: the other commands
+    name what is missing and end."""
+    need = missing()
+    if need:
+        raise StageError(step, "not installed: %s; run ./bulk setup"
+                         % " ".join(need))
 
 
 def recorded_version() -> Optional[str]:
@@ -91,10 +106,7 @@ def setup() -> None:
     if not need and (not recorded or installed == recorded):
         say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
         return
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    capture(sudo + ["apt-get", "update", "-q"], "setup", env=APT_ENV)
-    served = served_versions(capture(["apt-cache", "madison", SOURCE_PACKAGE],
-                                     "setup"))
+    served = served_sources()
     version, note = source_choice(recorded, installed, served)
     if note:
         warn(note)
@@ -107,6 +119,19 @@ def setup() -> None:
     if not want:
         say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
         return
-    say("setup: apt-get install %s" % " ".join(want))
-    capture(sudo + ["apt-get", "install", "-y", "-q", "--allow-downgrades"]
-            + want, "setup", env=APT_ENV)
+    apt_install(want)
+
+
+def apt_install(want: list[str], step: str = "setup") -> None:
+    """apt-get install want (NAME or NAME=VERSION), downgrades allowed."""
+    say("%s: apt-get install %s" % (step, " ".join(want)))
+    capture(sudo() + ["apt-get", "install", "-y", "-q", "--allow-downgrades"]
+            + want, step, env=APT_ENV)
+
+
+def served_sources(step: str = "setup") -> list[str]:
+    """The linux-source-6.1 versions Debian serves now, newest first
+    (after apt-get update)."""
+    capture(sudo() + ["apt-get", "update", "-q"], step, env=APT_ENV)
+    return served_versions(capture(["apt-cache", "madison", SOURCE_PACKAGE],
+                                   step))

@@ -28,6 +28,7 @@ KINDS = {
     "per-patch": "runs at every patch: builds, the contract suite, the benchmark",
     "net": "the network runs",
     "stress": "the stress suite and soaks",
+    "suites": "the kernel's own suites that use the bulk API, base vs series",
     "experiments": "one-off measurements of variants not in the series",
     "superseded": "records a later run replaced, kept for their history",
 }
@@ -45,6 +46,15 @@ class Stamp:
 
     def to_json(self) -> dict[str, str]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Any) -> Optional["Stamp"]:
+        """A record's stamp as write_json() wrote it (None if it has none):
+        a record rendered again keeps what it was measured on."""
+        try:
+            return cls(*(str(obj[f.name]) for f in dataclasses.fields(cls)))
+        except (KeyError, TypeError):
+            return None
 
     def markdown(self) -> str:
         """The stamp as the first lines of a .md record."""
@@ -96,6 +106,20 @@ def folder(kind: str, record: bool) -> str:
     d = os.path.join(RESULTS if record else SCRATCH, kind)
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def committed(kind: str, name: str) -> str:
+    """results/KIND/NAME: where a committed record is read from."""
+    return os.path.join(RESULTS, kind, name)
+
+
+def find(kind: str, name: str) -> str:
+    """A record to read: the committed one when there is one, else the
+    scratch copy of a run without --record (the committed path when
+    neither exists, for the error message)."""
+    scratch = os.path.join(SCRATCH, kind, name)
+    path = committed(kind, name)
+    return scratch if not os.path.exists(path) and os.path.exists(scratch) else path
 
 
 def write_markdown(path: str, text: str, st: Stamp) -> str:

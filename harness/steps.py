@@ -85,7 +85,10 @@ def run_step(step: Step) -> tuple[str, str]:
             type(e).__name__, e, rel(where.filename), where.lineno or 0)
 
 
-def run_all(steps: list[Step], history: dict[str, float]) -> list[StepResult]:
+def run_all(steps: list[Step], history: dict[str, float],
+            on_result: Callable[[StepResult], None] | None = None) -> list[StepResult]:
+    """Each step in turn; on_result(result) after each (./bulk bisect
+    keeps its progress so)."""
     results = []
     for i, step in enumerate(steps, 1):
         start = time.time()
@@ -98,6 +101,8 @@ def run_all(steps: list[Step], history: dict[str, float]) -> list[StepResult]:
         if detail:
             line += "\n     " + detail.replace("\n", "\n     ")
         print(line, flush=True)
+        if on_result:
+            on_result(results[-1])
     return results
 
 

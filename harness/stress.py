@@ -2,14 +2,14 @@
 CONFIG_SLAB_BULK_STRESS) booted on two or four CPUs, with failslab
 and fail_page_alloc set up by the init through debugfs.  Its KTAP goes
 through the kernel's kunit.py parser like the other suites'; its count
-lines (one per cache and round) become the rows of results/stress.md.
+lines (one per cache and round) become the rows of stress.md (under
+build/results/stress/, or results/stress/ with --record).
 
 A run fails on a failed or missing KUnit case, a splat on the console
 (boot.py's check), an object lost, or fault injection that injected
 nothing when it was asked for.
 """
 import dataclasses
-import json
 import math
 import os
 import re
@@ -19,7 +19,8 @@ from typing import Callable
 import boot
 import kconfig
 import kunit
-from common import RESULTS, StageError, rel, say
+import record as records
+from common import StageError, rel, say
 
 STRESS_MODULE = "slab_bulk_stress"
 STRESS_SYMBOL = "SLAB_BULK_STRESS"
@@ -355,7 +356,7 @@ def render(results: list[StressResult], command: str) -> str:
 
 
 def results_name(names: str) -> str:
-    """results/<name>.md: stress for the soak, stress-<runs> for others,
+    """<name>.md: stress for the soak, stress-<runs> for others,
     so that a short run of some configs does not replace the soak's."""
     if names in ("", "soak"):
         return "stress"
@@ -363,15 +364,12 @@ def results_name(names: str) -> str:
 
 
 def write_results(results: list[StressResult], command: str,
-                  name: str = "stress") -> str:
-    os.makedirs(RESULTS, exist_ok=True)
-    md = os.path.join(RESULTS, name + ".md")
-    with open(md, "w") as f:
-        f.write(render(results, command))
-    with open(os.path.join(RESULTS, name + ".json"), "w") as f:
-        json.dump({"command": command,
-                   "runs": [dataclasses.asdict(r) for r in results]}, f, indent=1)
-    return md
+                  name: str = "stress", record: bool = False) -> str:
+    path = os.path.join(records.folder("stress", record), name)
+    st = records.stamp()
+    records.write_json(path + ".json", {
+        "command": command, "runs": [dataclasses.asdict(r) for r in results]}, st)
+    return records.write_markdown(path + ".md", render(results, command), st)
 
 
 def select(names: str) -> list[StressRun]:
@@ -399,9 +397,9 @@ SOAK_ROUNDS = 5
 
 
 def soak(names: str, minutes: float, seconds: int | None, command: str,
-         build_fn: Callable[[str], object]) -> int:
+         build_fn: Callable[[str], object], record: bool = False) -> int:
     """./bulk stress: build, run each run for minutes of host time and
-    write results/stress.md; 1 if any run failed."""
+    write stress.md (results/stress/ when record); 1 if any run failed."""
     if not math.isfinite(minutes) or minutes <= 0:
         raise StageError("stress", "--minutes must be a number more than 0")
     runs = select(names)
@@ -419,8 +417,8 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
     for run_ in runs:
         results.append(soak_run(run_, minutes, per_round, rounds))
         # After each run: an interrupted soak keeps what it finished.
-        md = write_results(results, command, results_name(names))
-    say("stress: %s" % rel(md))
+        md = write_results(results, command, results_name(names), record)
+    say("stress: %s, in %s" % (rel(md), records.where(record)))
     for res in results:
         print("%-4s %s: %s" % ("PASS" if res.ok else "FAIL", res.run,
                                summary(res)))

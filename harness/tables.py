@@ -3,9 +3,10 @@
 import dataclasses
 import statistics
 
+import registry
 from benchparse import Run
 
-TESTS = "abcdefghi"
+TESTS = "".join(registry.TESTS)
 
 
 @dataclasses.dataclass(frozen=True)

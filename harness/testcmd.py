@@ -38,8 +38,8 @@ GROUPS = {
             "version's tarball unchanged (another version: a note)",
     "apply": "the series applies with git am",
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
-    "bisect": "results/bisect.json: ./bulk bisect built every patch of this "
-              "series, all passed",
+    "bisect": "results/per-patch/bisect.json: ./bulk bisect --record built "
+              "every patch of this series, all passed",
     "build": "the tip builds on slub-faults, slab-faults and slob, and on "
              "the configs only KUnit runs boot (slub-stats)",
     "debug": "the tip builds with the debug configs",
@@ -245,7 +245,9 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
     return out
 
 
-def main(only: str) -> int:
+def main(only: str, summary: dict[str, object] | None = None) -> int:
+    """The test command; @summary, when given, gets what it writes to
+    build/logs/test.json (./bulk test --json prints it)."""
     start = time.time()
     groups = [g for g in only.split(",") if g] or list(GROUPS)
     unknown = [g for g in groups if g not in GROUPS]
@@ -264,6 +266,8 @@ def main(only: str) -> int:
                                           "skipped": cases.skipped,
                                           "failed": len(cases.failed)}})
     steps.write_summary(summary_path, data)
+    if summary is not None:
+        summary.update(data)
     c = steps.counts(results)
     kinds = steps.counts_by_kind(results)
     print("\ntest command finished in %dm%02ds; summary: %s" % (

@@ -24,6 +24,34 @@
  *                            on 127.0.0.1, each received before the next is
  *                            sent; prints the TSC ticks the COUNT pairs took
  *                            ("harness: udp size=S count=C tsc=T")
+ *   harness.callers=NAME:COUNT[,NAME:COUNT...]
+ *                            after the udp runs, each workload of the bulk
+ *                            API's callers in the kernel, COUNT units timed
+ *                            with the TSC after a few untimed ones; prints
+ *                            "harness: callers name=N count=C tsc=T".  The
+ *                            workloads (see callers_runs() below):
+ *                              mmap      one page mapped and unmapped in a
+ *                                        gap among 256 mappings (the
+ *                                        maple tree); unit: the pair
+ *                              mprotect  a page of a 3-page mapping made
+ *                                        read-only and writable again (a
+ *                                        split and a merge); unit: the pair
+ *                              brk       the heap grown by a page and shrunk
+ *                                        back; unit: the pair
+ *                              uring     io_uring NOPs, 256 per
+ *                                        io_uring_enter(), on one ring;
+ *                                        unit: a NOP (COUNT a multiple of 256)
+ *                              uring-new the same with a new ring per 256
+ *                                        NOPs: an empty request cache each
+ *                                        time; unit: a NOP
+ *                              kfree_rcu a sysfs attribute opened and closed
+ *                                        (kfree_rcu() of its open node);
+ *                                        unit: the pair
+ *   harness.callers_snap=path
+ *                            (may repeat) print the file's lines before and
+ *                            after each timed callers loop, as "harness:
+ *                            callers snap NAME before|after <path>: <line>"
+ *                            (e.g. a hist trigger of a kprobe event)
  *   harness.cat=path         (may repeat) print the file's lines, each as
  *                            "harness: cat <path>: <line>", after loading
  * then prints "harness: status=N" and ends QEMU through isa-debug-exit
@@ -42,8 +70,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <sys/io.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/socket.h>
@@ -424,6 +454,411 @@ static int udp_runs(void)
 	return 0;
 }
 
+/*
+ * harness.callers: the kernel's own callers of the bulk API, driven from
+ * here.  Each workload is a loop of one operation; the init runs it
+ * untimed a few times (first use of caches and rings), then COUNT units
+ * timed with the TSC.
+ */
+#define PAGE_SZ 4096UL
+/*
+ * The maple workloads' mappings, far from the init's own: FOREST_N
+ * one-page read-only mappings FOREST_STEP apart, with three unmapped pages
+ * after each.  They make the mm's VMA tree three levels high, so that a
+ * store preallocates 1 + 3 * 3 nodes, and a page mapped in the middle of
+ * a gap adds two ranges to a leaf (a split when it is full) that its unmap
+ * removes again (a rebalance).
+ */
+#define FOREST_AT 0x100000000000UL
+#define FOREST_N 256
+#define FOREST_STEP (4 * PAGE_SZ)
+/* The mapping mprotect() splits and merges: three pages after the forest. */
+#define SPLIT_AT (FOREST_AT + (FOREST_N + 1) * FOREST_STEP)
+/* NOPs per io_uring_enter(), and the rings' entries. */
+#define URING_BATCH 256
+#define MAP_ANON_PRIVATE (MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE)
+
+static int forest(void)
+{
+	long i;
+
+	for (i = 0; i < FOREST_N; i++) {
+		void *at = (void *)(FOREST_AT + i * FOREST_STEP);
+
+		if (mmap(at, PAGE_SZ, PROT_READ, MAP_ANON_PRIVATE, -1, 0) != at) {
+			say("callers: mmap %p: %s (%d)", at, strerror(errno), errno);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static int unforest(void)
+{
+	if (munmap((void *)FOREST_AT, SPLIT_AT + 4 * PAGE_SZ - FOREST_AT)) {
+		say("callers: munmap: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+/* One page in the middle of gap i % FOREST_N, mapped and unmapped. */
+static int op_mmap(long i)
+{
+	void *at = (void *)(FOREST_AT + (i % FOREST_N) * FOREST_STEP + 2 * PAGE_SZ);
+
+	if (mmap(at, PAGE_SZ, PROT_READ | PROT_WRITE, MAP_ANON_PRIVATE, -1, 0) != at ||
+	    munmap(at, PAGE_SZ)) {
+		say("callers: mmap/munmap %p: %s (%d)", at, strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+static int setup_mprotect(void)
+{
+	void *at = (void *)SPLIT_AT;
+
+	if (forest())
+		return 1;
+	if (mmap(at, 3 * PAGE_SZ, PROT_READ | PROT_WRITE, MAP_ANON_PRIVATE, -1, 0) != at) {
+		say("callers: mmap %p: %s (%d)", at, strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+/* The middle page read-only (three VMAs), then writable again (one). */
+static int op_mprotect(long i)
+{
+	void *mid = (void *)(SPLIT_AT + PAGE_SZ);
+
+	(void)i;
+	if (mprotect(mid, PAGE_SZ, PROT_READ) ||
+	    mprotect(mid, PAGE_SZ, PROT_READ | PROT_WRITE)) {
+		say("callers: mprotect: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+static unsigned long brk_start;
+
+static int setup_brk(void)
+{
+	if (forest())
+		return 1;
+	brk_start = syscall(SYS_brk, 0);
+	return 0;
+}
+
+/*
+ * The heap one page longer, then back.  Nothing from here to the end of
+ * the loop calls malloc() (stdout's buffer was allocated by the first
+ * say()), which would move the break under brk_start.
+ */
+static int op_brk(long i)
+{
+	(void)i;
+	if ((unsigned long)syscall(SYS_brk, brk_start + PAGE_SZ) != brk_start + PAGE_SZ ||
+	    (unsigned long)syscall(SYS_brk, brk_start) != brk_start) {
+		say("callers: brk around %#lx failed", brk_start);
+		return 1;
+	}
+	return 0;
+}
+
+struct ring {
+	int fd;
+	unsigned *sq_tail, *sq_mask, *sq_array, *cq_head, *cq_tail, *cq_mask;
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqes;
+	void *sq, *cq;
+	size_t sq_len, cq_len, sqes_len;
+};
+
+static struct ring uring;
+
+static void *ring_map(struct ring *r, size_t len, off_t off)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_POPULATE, r->fd, off);
+
+	if (p == MAP_FAILED)
+		say("callers: io_uring mmap %#lx: %s (%d)", (unsigned long)off,
+		    strerror(errno), errno);
+	return p;
+}
+
+/* io_uring_setup() and the rings' mappings, as liburing does them. */
+static int ring_open(struct ring *r)
+{
+	struct io_uring_params p;
+	char *sq, *cq;
+
+	memset(&p, 0, sizeof(p));
+	r->fd = syscall(__NR_io_uring_setup, URING_BATCH, &p);
+	if (r->fd < 0) {
+		say("callers: io_uring_setup: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	r->sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	r->cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	r->sqes_len = p.sq_entries * sizeof(struct io_uring_sqe);
+	if (p.features & IORING_FEAT_SINGLE_MMAP) {
+		if (r->cq_len > r->sq_len)
+			r->sq_len = r->cq_len;
+		r->cq_len = 0;
+	}
+	r->sq = ring_map(r, r->sq_len, IORING_OFF_SQ_RING);
+	r->cq = r->cq_len ? ring_map(r, r->cq_len, IORING_OFF_CQ_RING) : r->sq;
+	r->sqes = ring_map(r, r->sqes_len, IORING_OFF_SQES);
+	if (r->sq == MAP_FAILED || r->cq == MAP_FAILED || r->sqes == MAP_FAILED)
+		return 1;
+	sq = r->sq;
+	cq = r->cq;
+	r->sq_tail = (unsigned *)(sq + p.sq_off.tail);
+	r->sq_mask = (unsigned *)(sq + p.sq_off.ring_mask);
+	r->sq_array = (unsigned *)(sq + p.sq_off.array);
+	r->cq_head = (unsigned *)(cq + p.cq_off.head);
+	r->cq_tail = (unsigned *)(cq + p.cq_off.tail);
+	r->cq_mask = (unsigned *)(cq + p.cq_off.ring_mask);
+	r->cqes = (struct io_uring_cqe *)(cq + p.cq_off.cqes);
+	return 0;
+}
+
+static int ring_close(struct ring *r)
+{
+	if (munmap(r->sqes, r->sqes_len) ||
+	    (r->cq_len && munmap(r->cq, r->cq_len)) ||
+	    munmap(r->sq, r->sq_len) || close(r->fd)) {
+		say("callers: io_uring close: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+/* URING_BATCH NOPs in one io_uring_enter(), their completions reaped. */
+static int ring_nops(struct ring *r)
+{
+	unsigned tail = *r->sq_tail, head, i;
+	int ret;
+
+	for (i = 0; i < URING_BATCH; i++, tail++) {
+		unsigned idx = tail & *r->sq_mask;
+
+		memset(&r->sqes[idx], 0, sizeof(r->sqes[idx]));
+		r->sqes[idx].opcode = IORING_OP_NOP;
+		r->sqes[idx].user_data = i;
+		r->sq_array[idx] = idx;
+	}
+	__atomic_store_n(r->sq_tail, tail, __ATOMIC_RELEASE);
+	ret = syscall(__NR_io_uring_enter, r->fd, URING_BATCH, URING_BATCH,
+		      IORING_ENTER_GETEVENTS, NULL, 0);
+	if (ret != URING_BATCH) {
+		say("callers: io_uring_enter returned %d: %s (%d)", ret,
+		    strerror(errno), errno);
+		return 1;
+	}
+	head = *r->cq_head;
+	tail = __atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE);
+	if (tail - head != URING_BATCH) {
+		say("callers: %u io_uring completions, expected %d", tail - head,
+		    URING_BATCH);
+		return 1;
+	}
+	for (; head != tail; head++) {
+		if (r->cqes[head & *r->cq_mask].res) {
+			say("callers: NOP completed with %d",
+			    r->cqes[head & *r->cq_mask].res);
+			return 1;
+		}
+	}
+	__atomic_store_n(r->cq_head, head, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int setup_uring(void)
+{
+	return ring_open(&uring);
+}
+
+static int teardown_uring(void)
+{
+	return ring_close(&uring);
+}
+
+static int op_uring(long i)
+{
+	(void)i;
+	return ring_nops(&uring);
+}
+
+/* A ring per batch: its request cache starts empty every time. */
+static int op_uring_new(long i)
+{
+	struct ring r;
+
+	(void)i;
+	return ring_open(&r) || ring_nops(&r) || ring_close(&r);
+}
+
+static int sysfs_dir = -1;
+
+static int setup_kfree_rcu(void)
+{
+	sysfs_dir = open("/sys/kernel", O_RDONLY | O_DIRECTORY);
+	if (sysfs_dir < 0) {
+		say("callers: open /sys/kernel: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+static int teardown_kfree_rcu(void)
+{
+	return close(sysfs_dir);
+}
+
+/*
+ * A sysfs attribute opened and closed: the close frees the attribute's
+ * kernfs_open_node with kfree_rcu() (fs/kernfs/file.c), which batches it
+ * for kfree_bulk() after a grace period.
+ */
+static int op_kfree_rcu(long i)
+{
+	int fd = openat(sysfs_dir, "uevent_seqnum", O_RDONLY);
+
+	(void)i;
+	if (fd < 0 || close(fd)) {
+		say("callers: /sys/kernel/uevent_seqnum: %s (%d)", strerror(errno),
+		    errno);
+		return 1;
+	}
+	return 0;
+}
+
+static const struct workload {
+	const char *name;
+	int (*setup)(void);
+	int (*op)(long i);
+	int (*teardown)(void);
+	long unit;	/* units (what COUNT counts) per op() */
+	long warmup;	/* untimed op() calls first */
+} workloads[] = {
+	{ "mmap", forest, op_mmap, unforest, 1, FOREST_N },
+	{ "mprotect", setup_mprotect, op_mprotect, unforest, 1, 64 },
+	{ "brk", setup_brk, op_brk, unforest, 1, 64 },
+	{ "uring", setup_uring, op_uring, teardown_uring, URING_BATCH, 4 },
+	{ "uring-new", NULL, op_uring_new, NULL, URING_BATCH, 4 },
+	{ "kfree_rcu", setup_kfree_rcu, op_kfree_rcu, teardown_kfree_rcu, 1, 64 },
+};
+
+/*
+ * Every harness.callers_snap file's lines, tagged with the workload.  Read
+ * with read(), not stdio: stdio's buffers come from malloc(), which may
+ * move the program break that the brk workload holds.
+ */
+static int callers_snap(const char *name, const char *when)
+{
+	const char *from = NULL;
+	char path[256], buf[1024];
+	int bad = 0;
+
+	while (param("harness.callers_snap", path, sizeof(path), &from)) {
+		int fd = open(path, O_RDONLY);
+		size_t used = 0;
+
+		if (fd < 0) {
+			say("callers: %s: %s (%d)", path, strerror(errno), errno);
+			bad = 1;
+			continue;
+		}
+		for (;;) {
+			ssize_t n = read(fd, buf + used, sizeof(buf) - 1 - used);
+			char *start = buf, *nl;
+
+			if (n < 0) {
+				say("callers: read %s: %s (%d)", path, strerror(errno),
+				    errno);
+				bad = 1;
+				break;
+			}
+			used += n;
+			buf[used] = '\0';
+			while ((nl = strchr(start, '\n'))) {
+				*nl = '\0';
+				say("callers snap %s %s %s: %s", name, when, path, start);
+				start = nl + 1;
+			}
+			used -= start - buf;
+			memmove(buf, start, used + 1);
+			/* the last line without its newline, or one too long */
+			if (used && (!n || used == sizeof(buf) - 1)) {
+				say("callers snap %s %s %s: %s", name, when, path, buf);
+				used = 0;
+			}
+			if (!n)
+				break;
+		}
+		close(fd);
+	}
+	return bad;
+}
+
+static int callers_one(const struct workload *w, long count)
+{
+	unsigned long long t0, ticks;
+	long i, ops = count / w->unit;
+
+	if (w->setup && w->setup())
+		return 1;
+	for (i = 0; i < w->warmup; i++)
+		if (w->op(i))
+			return 1;
+	if (callers_snap(w->name, "before"))
+		return 1;
+	t0 = tsc();
+	for (i = 0; i < ops; i++)
+		if (w->op(i))
+			return 1;
+	ticks = tsc() - t0;
+	if (callers_snap(w->name, "after") || (w->teardown && w->teardown()))
+		return 1;
+	say("callers name=%s count=%ld tsc=%llu", w->name, count, ticks);
+	return 0;
+}
+
+static int callers_runs(void)
+{
+	char spec[256], *tok, *save = NULL;
+	size_t n = sizeof(workloads) / sizeof(workloads[0]);
+
+	if (!param("harness.callers", spec, sizeof(spec), NULL))
+		return 0;
+	for (tok = strtok_r(spec, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(tok, ':'), *end = "";
+		long count = 0;
+		size_t i;
+
+		if (colon) {
+			*colon = '\0';
+			count = strtol(colon + 1, &end, 10);
+		}
+		for (i = 0; i < n && strcmp(workloads[i].name, tok); i++)
+			;
+		if (i == n || count < 1 || *end || count % workloads[i].unit) {
+			say("bad harness.callers workload '%s' (NAME:COUNT, COUNT "
+			    "a multiple of the NAME's unit)", tok);
+			return 1;
+		}
+		if (callers_one(&workloads[i], count))
+			return 1;
+	}
+	return 0;
+}
+
 int main(void)
 {
 	char list[512], unload[8], path[256], params[2048], group[64];
@@ -497,6 +932,8 @@ int main(void)
 		}
 	}
 	if (!status && udp_runs())
+		status = 1;
+	if (!status && callers_runs())
 		status = 1;
 	if (cat_files())
 		status = 1;

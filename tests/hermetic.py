@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -36,6 +37,18 @@ def kunit_tools(test: unittest.TestCase) -> str:
         top = os.listdir(dest)[0]
         _kunit_tools.append(os.path.join(dest, top, "tools", "testing", "kunit"))
     return _kunit_tools[0]
+
+
+def record_roots(test: unittest.TestCase) -> tuple[str, str]:
+    """record.py's two roots, build/results (scratch) and results/
+    (committed), in a fresh directory for this test's time."""
+    d = tempfile.mkdtemp(dir=SCRATCH)
+    roots = (os.path.join(d, "build", "results"), os.path.join(d, "results"))
+    for name, path in zip(("SCRATCH", "RESULTS"), roots):
+        patch = mock.patch("record." + name, path)
+        patch.start()
+        test.addCleanup(patch.stop)
+    return roots
 
 
 def git(cwd: str, *args: str) -> str:

@@ -3,13 +3,13 @@ unittest only."""
 import argparse
 import json
 import os
-import tempfile
 import unittest
 from unittest import mock
 
-import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
+import hermetic  # (first: harness on sys.path, scratch build/)
 import bench_each
 import cli
+import record
 from benchparse import Record, Run
 from common import StageError
 
@@ -115,20 +115,34 @@ class Markdown(unittest.TestCase):
         self.assertIn("patch 1, a fix", md)
 
     def test_report_rerenders_from_json(self):
-        with tempfile.TemporaryDirectory() as d, \
-                mock.patch.object(bench_each, "RESULTS", d):
-            bench_each.write("slub", "cmd", "a", self.cols(), [], [])
-            with open(os.path.join(d, "bench-each-slub.md")) as f:
-                first = f.read()
-            os.remove(os.path.join(d, "bench-each-slub.md"))
+        scratch, _ = hermetic.record_roots(self)
+        d = os.path.join(scratch, "per-patch")
+        st = record.Stamp("c0ffee", "6.1.1-1", "", "2026-01-01 00:00 UTC", "cmd")
+        bench_each.write("slub", "cmd", "a", self.cols(), [], [], st=st)
+        with open(os.path.join(d, "bench-each-slub.md")) as f:
+            first = f.read()
+        os.remove(os.path.join(d, "bench-each-slub.md"))
+        with mock.patch("sys.stderr"):
             self.assertEqual(bench_each.rerender("slub"), 0)
-            with open(os.path.join(d, "bench-each-slub.md")) as f:
-                self.assertEqual(f.read(), first)
-            with open(os.path.join(d, "bench-each-slub.json"), "w") as f:
-                json.dump({"columns": [{}]}, f)
-            with self.assertRaises(StageError) as e:
-                bench_each.rerender("slub")
-            self.assertIn("does not parse", str(e.exception))
+        with open(os.path.join(d, "bench-each-slub.md")) as f:
+            self.assertEqual(f.read(), first)  # the stamp of the run too
+        with open(os.path.join(d, "bench-each-slub.json"), "w") as f:
+            json.dump({"columns": [{}]}, f)
+        with self.assertRaises(StageError) as e, mock.patch("sys.stderr"):
+            bench_each.rerender("slub")
+        self.assertIn("does not parse", str(e.exception))
+
+    def test_reading_options_take_the_committed_record_first(self):
+        scratch, committed = hermetic.record_roots(self)
+        bench_each.write("slub", "scratch run", "a", self.cols(), [], [])
+        with mock.patch("sys.stderr") as err:
+            self.assertEqual(bench_each.load("slub").command, "scratch run")
+        self.assertIn(scratch, str(err.mock_calls))
+        bench_each.write("slub", "recorded run", "a", self.cols(), [], [],
+                         record=True)
+        with mock.patch("sys.stderr") as err:
+            self.assertEqual(bench_each.load("slub").command, "recorded run")
+        self.assertIn(committed, str(err.mock_calls))
 
     def test_table_for_a_commit_message(self):
         cols = self.cols()
@@ -165,29 +179,27 @@ class Markdown(unittest.TestCase):
         self.assertIn("needs --rows", str(e.exception))
 
     def test_report_without_json_says_what_to_run(self):
-        with tempfile.TemporaryDirectory() as d, \
-                mock.patch.object(bench_each, "RESULTS", d):
-            with self.assertRaises(StageError) as e:
-                bench_each.rerender("slab")
-            self.assertIn("./bulk bench-each --alloc slab", str(e.exception))
+        hermetic.record_roots(self)
+        with self.assertRaises(StageError) as e:
+            bench_each.rerender("slab")
+        self.assertIn("./bulk bench-each --alloc slab", str(e.exception))
 
     def test_a_range_gets_its_own_file(self):
         """A run limited with --from/--to never overwrites the record of
         every patch, and the reading options find it with the same range."""
         cols = Message().cols()
-        with tempfile.TemporaryDirectory() as d, \
-                mock.patch.object(bench_each, "RESULTS", d):
-            bench_each.write("slub", "./bulk bench-each --alloc slub", "a",
-                             cols, [], [])
-            md = bench_each.write("slub", "cmd", "a", cols[:2], [], [], 40, 41)
-            self.assertEqual(os.path.basename(md), "bench-each-slub-p40-p41.md")
+        hermetic.record_roots(self)
+        bench_each.write("slub", "./bulk bench-each --alloc slub", "a",
+                         cols, [], [])
+        md = bench_each.write("slub", "cmd", "a", cols[:2], [], [], 40, 41)
+        self.assertEqual(os.path.basename(md), "bench-each-slub-p40-p41.md")
+        with mock.patch("sys.stderr"):
             self.assertEqual(len(bench_each.load("slub").cols), 3)
             self.assertEqual(len(bench_each.load("slub", 40, 41).cols), 2)
-            self.assertEqual(os.path.basename(bench_each.out_name("slub", 7)),
-                             "bench-each-slub-p7-ptip")
-            with self.assertRaises(StageError) as e:
-                bench_each.load("slub", 7)
-            self.assertIn("--alloc slub --from 7 first", str(e.exception))
+        self.assertEqual(bench_each.out_name("slub", 7), "bench-each-slub-p7-ptip")
+        with self.assertRaises(StageError) as e:
+            bench_each.load("slub", 7)
+        self.assertIn("--alloc slub --from 7 first", str(e.exception))
 
 
 class Args(unittest.TestCase):
@@ -201,15 +213,19 @@ class Args(unittest.TestCase):
         self.assertEqual(bench_each.check_args(a), "abcdeg")
 
     def test_bad_arguments(self):
-        for argv, what in ((["--alloc", "slub-stats"], "--alloc"),
-                           (["--tests", "af"], "--tests"),
-                           (["--tests", "aa"], "--tests"),
-                           (["--tests", ""], "--tests"),
-                           (["--from", "0"], "--from"),
-                           (["--from", "9", "--to", "5"], "--from")):
-            with self.subTest(argv=argv):
+        # As given by a caller other than the command line, whose parser
+        # refuses a bad --alloc or --from itself (tests/test_cli.py).
+        for given, what in (({"alloc": "slub-stats"}, "--alloc"),
+                            ({"tests": "af"}, "--tests"),
+                            ({"tests": "aa"}, "--tests"),
+                            ({"tests": ""}, "--tests"),
+                            ({"first": 0}, "--from"),
+                            ({"first": 9, "last": 5}, "--from")):
+            with self.subTest(given=given):
+                args = self.parse()
+                vars(args).update(given)
                 with self.assertRaises(StageError) as e:
-                    bench_each.check_args(self.parse(*argv))
+                    bench_each.check_args(args)
                 self.assertIn(what, str(e.exception))
 
     def test_namespace_shape(self):

@@ -188,10 +188,6 @@ class JsonTest(unittest.TestCase):
             benchparse.AllocRuns.from_json({"base-fast": {}})
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class NewTests(unittest.TestCase):
     """Tests h (slob_lock holds) and i (KFENCE sampling): their R lines
     parse, and test i's kfence= field gives the per-million and per-second
@@ -231,3 +227,7 @@ class NewTests(unittest.TestCase):
         run = benchparse.parse(self.LOG.replace(" kfence=125", ""))
         self.assertEqual([r.series for r in
                           tables.kfence_table(run, run, per_second=False)], [None])
+
+
+if __name__ == "__main__":
+    unittest.main()

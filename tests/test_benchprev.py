@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from unittest import mock
 
-import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
+import hermetic  # (first: harness on sys.path, scratch build/)
 import benchprev
 import gitrepo
 from benchparse import Record, Run
@@ -235,13 +235,13 @@ class Report(unittest.TestCase):
         self.assertEqual(benchprev.worse(self.RUNS, "c"), [])
 
     def test_json_lists_the_worse_rows(self):
-        with tempfile.TemporaryDirectory() as d, \
-                mock.patch.object(benchprev, "RESULTS", d):
-            md = benchprev.write("cmd", "0590532" + "0" * 33, "v1", "ac",
-                                 {"slob": self.RUNS}, ["slob"])
-            with open(md[:-3] + ".json") as f:
-                obj = json.load(f)
-        self.assertTrue(md.endswith("bench-prev-0590532-slob.md"))
+        scratch, _ = hermetic.record_roots(self)
+        md = benchprev.write("cmd", "0590532" + "0" * 33, "v1", "ac",
+                             {"slob": self.RUNS}, ["slob"])
+        with open(md[:-3] + ".json") as f:
+            obj = json.load(f)
+        self.assertEqual(md, os.path.join(scratch, "per-patch",
+                                          "bench-prev-0590532-slob.md"))
         self.assertEqual(obj["worse"]["slob"], [
             {"test": "a", "variant": "fallback", "key": 8, "prev": 300.0,
              "series": 306.1}])

@@ -11,6 +11,7 @@ from unittest import mock
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import bisectplan
 import kconfig
+import record
 import testcmd
 import tree
 from common import BASE_FILE, PATCHES, RESULTS, StageError
@@ -43,8 +44,8 @@ def write_patch(n, path, line, message="message", subject="patch"):
     return name
 
 
-def main_with(build, commits=("c1", "c2")):
-    """bisectplan.main() over a tree mocked to be base0 + commits."""
+def main_with(build, commits=("c1", "c2"), record=True):
+    """bisectplan.main(record) over a tree mocked to be base0 + commits."""
     with mock.patch.object(tree, "create"), \
             mock.patch.object(tree, "is_exported_series", return_value=True), \
             mock.patch("gitrepo.git", return_value="base0\n"), \
@@ -52,13 +53,14 @@ def main_with(build, commits=("c1", "c2")):
             mock.patch.object(bisectplan, "build", build), \
             mock.patch.object(bisectplan, "compiler", return_value="gcc (T) 12"), \
             mock.patch("sys.stdout"):
-        return bisectplan.main()
+        return bisectplan.main(record)
 
 
 class Record(unittest.TestCase):
     def setUp(self):
         shutil.rmtree(PATCHES, ignore_errors=True)
         shutil.rmtree(RESULTS, ignore_errors=True)
+        shutil.rmtree(record.SCRATCH, ignore_errors=True)
         os.makedirs(PATCHES)
         with open(BASE_FILE, "w") as f:
             f.write("VERSION=6.1.192-2\n")
@@ -82,7 +84,7 @@ class Record(unittest.TestCase):
                            for b, s in zip(builds, statuses)],
                "passed": statuses.count("PASS"),
                "failed": statuses.count("FAIL")}
-        os.makedirs(RESULTS, exist_ok=True)
+        os.makedirs(os.path.dirname(bisectplan.RECORD), exist_ok=True)
         with open(bisectplan.RECORD, "w") as f:
             json.dump(rec, f)
 
@@ -93,11 +95,11 @@ class Record(unittest.TestCase):
 
     def test_no_record_says_what_to_run(self):
         with self.assertRaisesRegex(StageError, "no record of the every-patch "
-                                    "builds: run ./bulk bisect .*commit .*results/bisect.json"):
+                                    "builds: run ./bulk bisect --record .*commit .*results/per-patch/bisect.json"):
             bisectplan.check_record(self.patches)
 
     def test_an_unreadable_record_fails(self):
-        os.makedirs(RESULTS, exist_ok=True)
+        os.makedirs(os.path.dirname(bisectplan.RECORD), exist_ok=True)
         with open(bisectplan.RECORD, "w") as f:
             f.write("{not json")
         with self.assertRaisesRegex(StageError, "is not a record of ./bulk bisect"):
@@ -206,6 +208,41 @@ class Record(unittest.TestCase):
         self.assertIn("7 builds passed", bisectplan.check_record(self.patches))
         with open(bisectplan.REPORT) as f:
             self.assertIn("| slub-nodebug @ full series | PASS |", f.read())
+
+    def test_main_without_record_writes_the_scratch_copy(self):
+        self.assertEqual(main_with(lambda b, c: None, record=False), 0)
+        self.assertFalse(os.path.exists(bisectplan.RECORD))
+        with open(os.path.join(record.SCRATCH, "per-patch", "bisect.json")) as f:
+            self.assertEqual(json.load(f)["passed"], 7)
+
+    def test_an_interrupted_run_resumes_where_it_stopped(self):
+        built = []
+
+        def build(b, commits):
+            if len(built) == 3:
+                raise KeyboardInterrupt
+            built.append(b)
+        with self.assertRaises(KeyboardInterrupt):
+            main_with(build)
+        with mock.patch("each.say") as said:
+            self.assertEqual(main_with(lambda b, c: built.append(b)), 0)
+        self.assertIn("resuming: 3 of 7 done", str(said.mock_calls))
+        self.assertEqual(len(built), 7)
+        self.assertIn("7 builds passed", bisectplan.check_record(self.patches))
+        # Patch 2 changed after an interruption: the builds at patch 1
+        # stand, the tip's are done again.
+        built.clear()
+        with self.assertRaises(KeyboardInterrupt):
+            main_with(build)
+        write_patch(2, "mm/slub.c", "changed")
+        built.clear()
+        with mock.patch("each.say") as said:
+            main_with(lambda b, c: built.append(b))
+        self.assertIn("resuming: 2 of 7 done", str(said.mock_calls))
+        self.assertEqual([bisectplan.step_name(b) for b in built], [
+            "slub @ full series", "slab @ full series",
+            "slob @ 0001-mm-patch-1.patch", "slob @ full series",
+            "slub-nodebug @ full series"])
 
     def test_main_records_a_failed_build_and_exits_1(self):
         def build(b, commits):

@@ -1,13 +1,21 @@
-"""Unit tests for harness/net.py (./bulk net) and the NIC boot.py gives
+"""Unit tests for harness/net.py and net_*.py (./bulk net) and the NIC boot.py gives
 its kernels (stdlib unittest only)."""
+import dataclasses
+import json
+import os
 import unittest
+from unittest import mock
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import boot
 import cli
 import net
+import net_parse
+import net_report
+import net_runs
+import record
 import tables
-from common import StageError
+from common import RESULTS, StageError
 
 LOG = """\
 [    0.000000] tsc: Fast TSC calibration using PIT
@@ -25,43 +33,43 @@ harness: status=0
 
 class NetParse(unittest.TestCase):
     def test_result(self):
-        r = net.parse(LOG, "linux", "slub-net", 1, "x.log")
+        r = net_parse.parse(LOG, "linux", "slub-net", 1, "x.log")
         self.assertEqual((r.packets, r.usec, r.tx_packets), (100000, 204277, 100000))
         self.assertAlmostEqual(r.tsc_mhz, 999.993)
         # guest usec at the calibrated TSC rate = instructions
         self.assertAlmostEqual(r.instructions(), 204277 * 999.993 / 100000)
-        net.check(r, 100000)
+        net_parse.check(r, 100000)
 
     def test_refined_calibration_wins(self):
         log = LOG + "[    1.0] tsc: Refined TSC clocksource calibration: 1000.001 MHz\n"
-        self.assertAlmostEqual(net.parse(log, "linux", "slub-net", 1, "x").tsc_mhz,
+        self.assertAlmostEqual(net_parse.parse(log, "linux", "slub-net", 1, "x").tsc_mhz,
                                1000.001)
 
     def test_no_result_names_the_log(self):
         log = LOG.replace("Result: OK: 204277(c204257+d20) usec, 100000 (64byte,0frags)",
                           "Result: OK: dstmac 52:54:00:12:34:57")
         with self.assertRaises(StageError) as cm:
-            net.parse(log, "linux", "slub-net", 2, "run2.log")
+            net_parse.parse(log, "linux", "slub-net", 2, "run2.log")
         self.assertIn("no pktgen result", str(cm.exception))
         self.assertIn("run2.log", str(cm.exception.log))
 
     def test_missing_counter(self):
         with self.assertRaises(StageError) as cm:
-            net.parse(LOG.replace("tx_errors: 0\n", ""), "linux", "slub-net", 1, "x")
+            net_parse.parse(LOG.replace("tx_errors: 0\n", ""), "linux", "slub-net", 1, "x")
         self.assertIn("tx_errors", str(cm.exception))
 
     def test_lost_packets_fail(self):
         for old, new in (("tx_dropped: 0", "tx_dropped: 3"),
                          ("tx_packets: 100000", "tx_packets: 99990")):
-            r = net.parse(LOG.replace(old, new), "linux", "slub-net", 1, "x")
+            r = net_parse.parse(LOG.replace(old, new), "linux", "slub-net", 1, "x")
             with self.assertRaises(StageError):
-                net.check(r, 100000)
-        r = net.parse(LOG, "linux", "slub-net", 1, "x")
+                net_parse.check(r, 100000)
+        r = net_parse.parse(LOG, "linux", "slub-net", 1, "x")
         with self.assertRaises(StageError):
-            net.check(r, 200000)
+            net_parse.check(r, 200000)
 
     def test_append_escapes_spaces(self):
-        a = net.append(1234)
+        a = net_runs.append(1234)
         self.assertNotIn(" 1234", a)
         self.assertIn("harness.write=/proc/net/pktgen/eth0:count%201234", a)
         self.assertIn("harness.write=/proc/net/pktgen/eth0:clone_skb%200", a)
@@ -72,25 +80,25 @@ class NetParse(unittest.TestCase):
         self.assertLess(a.index("/sys/class/net/eth0/flags"), a.index("pgctrl"))
 
     def test_clone(self):
-        self.assertIn("clone_skb%200", net.append(10))
-        self.assertIn("eth0:clone_skb%2010", net.append(10, 10))
+        self.assertIn("clone_skb%200", net_runs.append(10))
+        self.assertIn("eth0:clone_skb%2010", net_runs.append(10, 10))
 
     def test_clone_markdown(self):
-        runs = [net.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
-                           100, 0, 0) for i, u in ((1, 200), (2, 210))]
-        clones = [net.NetRun("linux-base", "slub-net", i, "c", 100, u, 1000.0,
-                             100, 0, 0) for i, u in ((1, 150), (2, 151))]
-        md = "\n".join(net.clone_markdown(runs, clones))
+        runs = [net_parse.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
+                                 100, 0, 0) for i, u in ((1, 200), (2, 210))]
+        clones = [net_parse.NetRun("linux-base", "slub-net", i, "c", 100, u, 1000.0,
+                                   100, 0, 0) for i, u in ((1, 150), (2, 151))]
+        md = "\n".join(net_report.clone_markdown(runs, clones))
         self.assertIn("| base | 2000.0 | 1500.0 1510.0 | 1500.0 | 500.0 | "
                       "25.0% |", md)
-        self.assertEqual(net.clone_markdown(runs, []), [])
+        self.assertEqual(net_report.clone_markdown(runs, []), [])
 
     def test_markdown(self):
-        runs = [net.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
-                           100, 0, 0) for i, u in ((1, 200), (2, 210))]
-        runs += [net.NetRun("linux", "slub-net", 1, "s", 100, 190, 1000.0,
-                            100, 0, 0)]
-        md = net.markdown(runs, [], "./bulk net")
+        runs = [net_parse.NetRun("linux-base", "slub-net", i, "b", 100, u, 1000.0,
+                                 100, 0, 0) for i, u in ((1, 200), (2, 210))]
+        runs += [net_parse.NetRun("linux", "slub-net", 1, "s", 100, 190, 1000.0,
+                                  100, 0, 0)]
+        md = net_report.markdown(runs, [], "./bulk net")
         self.assertIn("| base | 2 | 100 | 210 | 2100.0 |", md)
         self.assertIn("| base | 2000.0 | 2050.0 | 2100.0 | 4.88% |", md)
         self.assertIn("series/base: 0.927 of the mean (-150.0 instructions "
@@ -98,56 +106,56 @@ class NetParse(unittest.TestCase):
 
 
 UDP_LOG = "".join("harness: udp size=%d count=10 tsc=%d\n" % (s, 1000 * s)
-                  for s in net.UDP_SIZES) + "harness: status=0\n"
+                  for s in net_parse.UDP_SIZES) + "harness: status=0\n"
 
 
 class Udp(unittest.TestCase):
     def test_fragments_at_mtu_1500(self):
         # 1480 bytes of the UDP datagram (8-byte header included) per fragment
-        self.assertEqual([net.fragments(s) for s in net.UDP_SIZES],
+        self.assertEqual([net_parse.fragments(s) for s in net_parse.UDP_SIZES],
                          [1, 2, 9, 17, 18, 33, 45])
-        self.assertEqual(net.fragments(1473), 2)
-        self.assertEqual(net.fragments(65507), 45)
+        self.assertEqual(net_parse.fragments(1473), 2)
+        self.assertEqual(net_parse.fragments(65507), 45)
 
     def test_append(self):
-        a = net.udp_append(7, (100, 200))
+        a = net_runs.udp_append(7, (100, 200))
         self.assertIn("harness.write=/sys/class/net/lo/mtu:1500", a)
         self.assertIn("harness.write=/sys/class/net/lo/flags:0x9", a)
         self.assertTrue(a.endswith("harness.udp=7:100,200"))
 
     def test_parse(self):
-        r = net.parse_udp(UDP_LOG, "linux", "series", 1, "x.log", 10)
+        r = net_parse.parse_udp(UDP_LOG, "linux", "series", 1, "x.log", 10)
         self.assertEqual(r.ticks[65507], 65507000)
         self.assertAlmostEqual(r.per_datagram(1472), 147200.0)
 
     def test_missing_size_names_the_log(self):
         log = UDP_LOG.replace("size=13312 ", "size=1 ")
         with self.assertRaises(StageError) as cm:
-            net.parse_udp(log, "linux", "series", 2, "run2.log", 10)
+            net_parse.parse_udp(log, "linux", "series", 2, "run2.log", 10)
         self.assertIn("13312", str(cm.exception))
         self.assertEqual(cm.exception.log, "run2.log")
 
     def test_wrong_count_fails(self):
         with self.assertRaises(StageError) as cm:
-            net.parse_udp(UDP_LOG, "linux", "series", 1, "x", 11)
+            net_parse.parse_udp(UDP_LOG, "linux", "series", 1, "x", 11)
         self.assertIn("asked for 11", str(cm.exception))
 
     def test_runs_must_repeat(self):
-        a = net.parse_udp(UDP_LOG, "linux", "series", 1, "a", 10)
-        b = net.parse_udp(UDP_LOG, "linux", "series", 2, "b", 10)
-        net.check_udp_repeat(a, b)
-        b.ticks[2952] = int(a.ticks[2952] * (1 + 2 * net.UDP_TOLERANCE))
+        a = net_parse.parse_udp(UDP_LOG, "linux", "series", 1, "a", 10)
+        b = net_parse.parse_udp(UDP_LOG, "linux", "series", 2, "b", 10)
+        net_parse.check_udp_repeat(a, b)
+        b.ticks[2952] = int(a.ticks[2952] * (1 + 2 * net_parse.UDP_TOLERANCE))
         with self.assertRaises(StageError) as cm:
-            net.check_udp_repeat(a, b)
+            net_parse.check_udp_repeat(a, b)
         self.assertIn("2952", str(cm.exception))
 
     def test_markdown(self):
-        base = net.parse_udp(UDP_LOG, "linux-base", "base", 1, "a", 10)
-        ser = net.parse_udp(UDP_LOG, "linux", "series", 1, "b", 10)
-        ser2 = net.parse_udp(UDP_LOG, "linux", "series", 2, "c", 10)
+        base = net_parse.parse_udp(UDP_LOG, "linux-base", "base", 1, "a", 10)
+        ser = net_parse.parse_udp(UDP_LOG, "linux", "series", 1, "b", 10)
+        ser2 = net_parse.parse_udp(UDP_LOG, "linux", "series", 2, "c", 10)
         ser.ticks = {k: v - 10 * 440 for k, v in ser.ticks.items()}
         ser2.ticks = dict(ser.ticks)
-        md = "\n".join(net.udp_markdown([base, ser, ser2]))
+        md = "\n".join(net_report.udp_markdown([base, ser, ser2]))
         self.assertIn("base runs identical; series runs identical", md)
         # 45 fragments: a frag_list of 44, -440 per datagram = -10 per sk_buff
         self.assertIn("| 65507 | 45 | 44 | 6550700.0 | 6550260.0 | -440.0 | "
@@ -156,22 +164,22 @@ class Udp(unittest.TestCase):
         self.assertIn("| 1472 | 1 | 0 | 147200.0 | 146760.0 | -440.0 |  |", md)
 
     def test_patch_runs_get_logs_of_their_own(self):
-        self.assertEqual(net.run_tag("udp", 1000, "series", 2), "net-udp-1000-run2")
-        self.assertEqual(net.run_tag("pktgen", 10, "patch 33", 1),
+        self.assertEqual(net_runs.run_tag("udp", 1000, "series", 2), "net-udp-1000-run2")
+        self.assertEqual(net_runs.run_tag("pktgen", 10, "patch 33", 1),
                          "net-pktgen-10-patch-33-run1")
-        self.assertEqual(net.run_tag("pktgen", 10, "cache 128/16", 1),
+        self.assertEqual(net_runs.run_tag("pktgen", 10, "cache 128/16", 1),
                          "net-pktgen-10-cache-128-16-run1")
-        self.assertNotEqual(net.run_tag("udp", 5, "patch 33", 1),
-                            net.run_tag("udp", 5, "patch 35", 1))
+        self.assertNotEqual(net_runs.run_tag("udp", 5, "patch 33", 1),
+                            net_runs.run_tag("udp", 5, "patch 35", 1))
 
     def test_labels_keep_patch_runs_apart(self):
-        runs = [net.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
-                           100, 0, 0),
-                net.NetRun("bisect", "slub-net", 1, "p", 100, 195, 1000.0,
-                           100, 0, 0, "patch 33"),
-                net.NetRun("linux", "slub-net", 1, "s", 100, 190, 1000.0,
-                           100, 0, 0)]
-        md = net.markdown(runs, [], "./bulk net --at 33")
+        runs = [net_parse.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
+                                 100, 0, 0),
+                net_parse.NetRun("bisect", "slub-net", 1, "p", 100, 195, 1000.0,
+                                 100, 0, 0, "patch 33"),
+                net_parse.NetRun("linux", "slub-net", 1, "s", 100, 190, 1000.0,
+                                 100, 0, 0)]
+        md = net_report.markdown(runs, [], "./bulk net --at 33")
         self.assertIn("| patch 33 | 1 | 100 | 195 | 1950.0 |", md)
         self.assertIn("| patch 33 | 1950.0 | 1950.0 | 1950.0 | 0.00% |", md)
         self.assertIn("series/base: 0.950 of the mean", md)
@@ -194,7 +202,7 @@ class NapiCache(unittest.TestCase):
                 net.parse_napi_cache(bad)
 
     def test_source(self):
-        out = net.napi_source(SKBUFF, 128, 32)
+        out = net_runs.napi_source(SKBUFF, 128, 32)
         self.assertIn("#define NAPI_SKB_CACHE_SIZE\t128\n", out)
         self.assertIn("#define NAPI_SKB_CACHE_BULK\t32\n", out)
         self.assertIn("(NAPI_SKB_CACHE_SIZE / 2)", out)
@@ -204,21 +212,21 @@ class NapiCache(unittest.TestCase):
                      SKBUFF + "#define NAPI_SKB_CACHE_BULK\t8\n",
                      SKBUFF.replace("(NAPI_SKB_CACHE_SIZE / 2)", "32")):
             with self.assertRaises(StageError):
-                net.napi_source(text, 128, 16)
+                net_runs.napi_source(text, 128, 16)
 
     def test_markdown(self):
-        runs = [net.NetRun("linux", "slub-net", i, "s", 100, u, 1000.0, 100,
-                           0, 0, "series") for i, u in ((1, 200), (2, 204))]
-        runs += [net.NetRun("bisect", "slub-net", 1, "v", 100, 199, 1000.0,
-                            100, 0, 0, "cache 128/16")]
-        md = net.napi_markdown(runs, "./bulk net --napi-cache 128/16")
+        runs = [net_parse.NetRun("linux", "slub-net", i, "s", 100, u, 1000.0, 100,
+                                 0, 0, "series") for i, u in ((1, 200), (2, 204))]
+        runs += [net_parse.NetRun("bisect", "slub-net", 1, "v", 100, 199, 1000.0,
+                                  100, 0, 0, "cache 128/16")]
+        md = net_report.napi_markdown(runs, "./bulk net --napi-cache 128/16")
         self.assertIn("| series | 2000.0 2040.0 | 2000.0 | 2020.0 | 2040.0 | "
                       "+0.0 | +0.0 |", md)
         self.assertIn("| cache 128/16 | 1990.0 | 1990.0 | 1990.0 | 1990.0 | "
                       "-10.0 | -30.0 |", md)
 
 
-PROF = "harness: cat %s:" % net.PROFILE
+PROF = "harness: cat %s:" % net_parse.PROFILE
 PROFILE_LOG = LOG.replace("harness: status=0\n", "") + "\n".join([
     PROF + "   Function                               Hit    Time            Avg             s^2",
     PROF + "   --------                               ---    ----            ---             ---",
@@ -231,7 +239,7 @@ PROFILE_LOG = LOG.replace("harness: status=0\n", "") + "\n".join([
 
 class SlabShare(unittest.TestCase):
     def test_parse_and_overhead(self):
-        p = net.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
+        p = net_parse.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
         self.assertEqual(p.funcs["kfree"], (100000, 9000.0))
         self.assertEqual(p.packets, 100000)
         self.assertAlmostEqual(p.calls("kmem_cache_free_bulk"), 0.03125)
@@ -248,12 +256,12 @@ class SlabShare(unittest.TestCase):
         # trace_print_graph_duration(): fewer decimals as the time grows
         log = PROFILE_LOG.replace("10000.000 us", "12345.67 us").replace(
             "9000.000 us", "1234567 us")
-        p = net.parse_profile(log, "linux", "series", "p.log")
+        p = net_parse.parse_profile(log, "linux", "series", "p.log")
         self.assertEqual(p.funcs["kmem_cache_alloc_node"], (100000, 12345.67))
         self.assertEqual(p.funcs["kfree"], (100000, 1234567.0))
 
     def test_profiler_stops_before_the_results_are_read(self):
-        a = net.append(10, profile=True)
+        a = net_runs.append(10, profile=True)
         self.assertIn("options/graph-time:0", a)
         self.assertLess(a.index("pgctrl"), a.index("function_profile_enabled:0"))
         self.assertLess(a.index("function_profile_enabled:0"),
@@ -261,23 +269,23 @@ class SlabShare(unittest.TestCase):
 
     def test_no_calibration_line(self):
         with self.assertRaises(StageError) as cm:
-            net.parse_profile(PROFILE_LOG.replace("skb_put ", "skb_push "),
-                              "linux", "series", "p.log")
+            net_parse.parse_profile(PROFILE_LOG.replace("skb_put ", "skb_push "),
+                                    "linux", "series", "p.log")
         self.assertIn("skb_put", str(cm.exception))
         self.assertEqual(cm.exception.log, "p.log")
 
     def test_append_profiles_before_pktgen_starts(self):
-        a = net.append(10, profile=True)
+        a = net_runs.append(10, profile=True)
         self.assertLess(a.index("function_profile_enabled:1"), a.index("pgctrl"))
         self.assertLess(a.index("set_ftrace_filter"), a.index("function_profile_enabled"))
-        self.assertIn("harness.cat=" + net.PROFILE, a)
-        self.assertNotIn("set_ftrace_filter", net.append(10))
+        self.assertIn("harness.cat=" + net_parse.PROFILE, a)
+        self.assertNotIn("set_ftrace_filter", net_runs.append(10))
 
     def test_markdown(self):
-        p = net.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
-        runs = [net.NetRun("linux", "slub-net", 1, "s", 100000, 200000, 1000.0,
-                           100000, 0, 0)]
-        md = "\n".join(net.profile_markdown(runs, [p]))
+        p = net_parse.parse_profile(PROFILE_LOG, "linux", "series", "p.log")
+        runs = [net_parse.NetRun("linux", "slub-net", 1, "s", 100000, 200000, 1000.0,
+                                 100000, 0, 0)]
+        md = "\n".join(net_report.profile_markdown(runs, [p]))
         self.assertIn("| `kmem_cache_free_bulk` | 0.031 |", md)
         self.assertNotIn("kmem_cache_alloc_bulk", md)
         self.assertIn("| slab share | %.1f%% |" % (100 * p.slab() / 2000.0), md)
@@ -300,13 +308,13 @@ ffffffff81233244:\tud2
 class Calibration(unittest.TestCase):
     def test_straight_path(self):
         # five instructions and the ret after the fentry call
-        self.assertEqual(net.straight_body(SKB_PUT, "skb_put"), 7)
+        self.assertEqual(net_parse.straight_body(SKB_PUT, "skb_put"), 7)
 
     def test_older_mnemonics(self):
         old = SKB_PUT.replace("call ", "callq").replace("\tret", "\tretq")
-        self.assertEqual(net.straight_body(old, "skb_put"), 7)
+        self.assertEqual(net_parse.straight_body(old, "skb_put"), 7)
         with self.assertRaises(StageError):
-            net.straight_body(old.replace("jb     ", "jmpq   "), "skb_put")
+            net_parse.straight_body(old.replace("jb     ", "jmpq   "), "skb_put")
 
     def test_paths_that_are_not_straight(self):
         for old, new in (
@@ -315,16 +323,31 @@ class Calibration(unittest.TestCase):
                 ("call   ffffffff81034e20 <__fentry__>", "nop"),
                 ("ret", "int3")):
             with self.assertRaises(StageError, msg=new):
-                net.straight_body(SKB_PUT.replace(old, new), "skb_put")
+                net_parse.straight_body(SKB_PUT.replace(old, new), "skb_put")
 
 
 class Options(unittest.TestCase):
+    """net.validate(): every option checked before anything runs."""
+    PATCHES = ["%04d-x.patch" % n for n in range(1, 44)]
+
     def check(self, *argv):
-        return net.check_options(cli.parser().parse_args(["net"] + list(argv)))
+        args = cli.parser().parse_args(["net"] + list(argv))
+        with mock.patch.object(net.gitrepo, "patch_files",
+                               return_value=self.PATCHES):
+            return net.validate(args)
+
+    def error(self, *argv):
+        with self.assertRaises(StageError, msg=" ".join(argv)) as cm:
+            self.check(*argv)
+        return str(cm.exception)
 
     def test_defaults(self):
         self.assertEqual(self.check(), [])
         self.assertEqual(self.check("--napi-cache", "128/16"), [(128, 16)])
+        self.assertEqual(self.check("--at", "1", "--at", "42"), [])
+        self.assertEqual(self.check("--udp-count", "0", "--clone-runs", "0"),
+                         [])
+        self.assertEqual(self.check("--report"), [])
 
     def test_bad_options_fail_before_anything_runs(self):
         for argv in (["--runs", "0"], ["--udp-count", "-1"],
@@ -333,57 +356,150 @@ class Options(unittest.TestCase):
                      ["--napi-cache", "128/16", "--at", "33"],
                      ["--napi-cache", "128/16", "--udp-count", "5"],
                      ["--napi-cache", "128/16", "--no-profile"]):
-            with self.assertRaises(StageError, msg=" ".join(argv)):
-                self.check(*argv)
+            self.error(*argv)
+
+    def test_errors_say_what_is_allowed(self):
+        for argv, want in (
+                (["--count", "0"], "--count 0: packets per run, 1 or more"),
+                (["--runs", "-2"], "--runs -2: boots per kernel, 1 or more"),
+                (["--debug-count", "0"], "--debug-count 0: packets of the "
+                 "debug run, 1 or more"),
+                (["--clone-runs", "-1"], "0 skips them, 0 or more"),
+                (["--udp-count", "-1"], "0 skips the UDP runs, 0 or more"),
+                (["--at", "0"], "--at 0: the series has patches 1 to 43"),
+                (["--at", "43"], "43 is the series itself"),
+                (["--at", "44"], "--at 44"),
+                (["--at", "3", "--at", "3"], "a patch given twice"),
+                (["--napi-cache", "128"], "'128' is not SIZE/BULK"),
+                (["--napi-cache", "33/16"], "SIZE must be even"),
+                (["--napi-cache", "64/16"], "6.1's own"),
+                (["--napi-cache", "128/16", "--no-debug"],
+                 "--no-debug does not apply")):
+            self.assertIn(want, self.error(*argv), argv)
+
+    def test_debug_udp_count_is_refused(self):
+        # net.json tells the debug kernel's UDP run apart by its count
+        msg = self.error("--udp-count", str(net_parse.DEBUG_UDP_COUNT))
+        self.assertIn("the debug run's own count", msg)
+
+    def test_main_checks_before_setup_or_trees(self):
+        args = cli.parser().parse_args(["net", "--runs", "0"])
+        with mock.patch.object(net.packages, "missing") as missing, \
+                mock.patch.object(net.base, "create") as create:
+            with self.assertRaises(StageError):
+                net.main(args)
+        missing.assert_not_called()
+        create.assert_not_called()
+
+    def test_missing_packages_say_run_setup(self):
+        args = cli.parser().parse_args(["net"])
+        with mock.patch.object(net.gitrepo, "patch_files",
+                               return_value=self.PATCHES), \
+                mock.patch.object(net.packages, "missing",
+                                  return_value=["qemu-system-x86"]), \
+                mock.patch.object(net.packages, "setup") as setup, \
+                mock.patch.object(net.base, "create") as create:
+            with self.assertRaises(StageError) as cm:
+                net.main(args)
+        self.assertIn("qemu-system-x86", str(cm.exception))
+        self.assertIn("run ./bulk setup", str(cm.exception))
+        setup.assert_not_called()
+        create.assert_not_called()
+
+
+def record_json(stamp=True, **extra):
+    """results/net/net.json as a run writes it (with its stamp; extra
+    keys in the stamp)."""
+    runs = [net_parse.NetRun("linux-base", "slub-net", 1, "b", 100, 200,
+                             1000.0, 100, 0, 0, "base"),
+            net_parse.NetRun("linux", "slub-debug-net", 1, "d", 100, 900,
+                             1000.0, 100, 0, 0, "series")]
+    udp = net_parse.parse_udp(UDP_LOG, "linux-base", "base", 1, "u", 10)
+    prof = net_parse.parse_profile(PROFILE_LOG, "linux-base", "base", "p")
+    prof.body = 12
+    d = {"command": "./bulk net",
+         "runs": [dataclasses.asdict(r) for r in runs],
+         "udp": [dataclasses.asdict(udp)],
+         "profiles": [dataclasses.asdict(prof)]}
+    if stamp:
+        d["stamp"] = dict(STAMP.to_json(), **extra)
+    os.makedirs(os.path.dirname(net_report.RECORD_JSON), exist_ok=True)
+    with open(net_report.RECORD_JSON, "w") as f:
+        json.dump(d, f)
+
+
+STAMP = record.Stamp("0123456789ab", "6.1.1-1", "6.1.1-1",
+                     "2025-01-01 00:00 UTC", "./bulk net --record")
 
 
 class Rerender(unittest.TestCase):
+    def read(self, folder, name="net.md"):
+        with open(os.path.join(folder, "net", name)) as f:
+            return f.read()
+
     def test_from_json(self):
-        import dataclasses
-        import json
-        import os
-        from common import RESULTS
-        runs = [net.NetRun("linux-base", "slub-net", 1, "b", 100, 200, 1000.0,
-                           100, 0, 0, "base"),
-                net.NetRun("linux", "slub-debug-net", 1, "d", 100, 900, 1000.0,
-                           100, 0, 0, "series")]
-        udp = net.parse_udp(UDP_LOG, "linux-base", "base", 1, "u", 10)
-        prof = net.parse_profile(PROFILE_LOG, "linux-base", "base", "p")
-        prof.body = 12
-        os.makedirs(RESULTS, exist_ok=True)
-        with open(os.path.join(RESULTS, "net.json"), "w") as f:
-            json.dump({"command": "./bulk net",
-                       "runs": [dataclasses.asdict(r) for r in runs],
-                       "udp": [dataclasses.asdict(udp)],
-                       "profiles": [dataclasses.asdict(prof)]}, f)
-        net.rerender()
-        with open(os.path.join(RESULTS, "net.md")) as f:
-            md = f.read()
+        record_json()
+        net_report.rerender(False)
+        md = self.read(record.SCRATCH)
         self.assertIn("| base | 1 | 100 | 200 | 2000.0 |", md)
         self.assertIn("Debug run (`slub-debug-net`", md)
         self.assertIn("| 65507 | 45 | 44 | 6550700.0 |", md)
         self.assertIn("| `kfree` | 1.000 |", md)
+        # the stamp of the run that wrote the JSON, not today's
+        self.assertTrue(md.startswith(STAMP.markdown()), md[:200])
+        self.assertTrue(os.path.exists(os.path.join(record.SCRATCH, "net",
+                                                    "net-udp.png")))
+
+    def test_record_writes_the_committed_folder(self):
+        record_json()
+        net_report.rerender(True)
+        self.assertIn("| base | 1 | 100 | 200 | 2000.0 |",
+                      self.read(RESULTS))
+
+    def test_stamp_keys_record_does_not_know_are_left_out(self):
+        record_json(note="committed at this commit; measured just before it")
+        net_report.rerender(False)
+        self.assertTrue(self.read(record.SCRATCH).startswith(STAMP.markdown()))
+
+    def test_json_from_before_stamps(self):
+        record_json(stamp=False)
+        net_report.rerender(False)
+        md = self.read(record.SCRATCH)
+        self.assertTrue(md.startswith("# pktgen through virtio-net"), md[:80])
+
+    def test_write_then_read_back(self):
+        m = net_parse.Measured(
+            runs=[net_parse.NetRun("linux-base", "slub-net", 1, "b", 100, 200,
+                                   1000.0, 100, 0, 0, "base")],
+            debug=[net_parse.NetRun("linux", "slub-debug-net", 1, "d", 100,
+                                    900, 1000.0, 100, 0, 0, "series")],
+            udp=[net_parse.parse_udp(UDP_LOG, "linux-base", "base", 1, "u",
+                                     10)])
+        md, path = net_report.write(m, "./bulk net", False)
+        self.assertEqual(path, os.path.join(record.SCRATCH, "net", "net.md"))
+        self.assertIn("<!-- stamp -->", self.read(record.SCRATCH))
+        with open(os.path.join(record.SCRATCH, "net", "net.json")) as f:
+            d = json.load(f)
+        self.assertIn("stamp", d)
+        self.assertEqual(net_report.from_json(d), m)
+        self.assertEqual(net_report.run_markdown(net_report.from_json(d),
+                                                 d["command"]), md)
 
     def test_udp_plot(self):
-        import os
-        from common import RESULTS
         os.makedirs(RESULTS, exist_ok=True)
         path = os.path.join(RESULTS, "udp-test.png")
-        runs = [net.parse_udp(UDP_LOG, t, l, 1, "u", 10)
+        runs = [net_parse.parse_udp(UDP_LOG, t, l, 1, "u", 10)
                 for t, l in (("linux-base", "base"), ("linux", "series"))]
-        net.udp_plot(runs, path)
+        net_report.udp_plot(runs, path)
         with open(path, "rb") as f:
             self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
         self.assertFalse(os.path.exists(path[:-4] + ".dat"))
 
     def test_no_json(self):
-        import os
-        from common import RESULTS
-        path = os.path.join(RESULTS, "net.json")
-        if os.path.exists(path):
-            os.remove(path)
+        if os.path.exists(net_report.RECORD_JSON):
+            os.remove(net_report.RECORD_JSON)
         with self.assertRaises(StageError):
-            net.rerender()
+            net_report.rerender(False)
 
 
 class NetBoot(unittest.TestCase):

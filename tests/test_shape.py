@@ -1,6 +1,6 @@
 """The code reads as its pipeline: imports run one way, none hides in a
 function, nothing imported goes unused, every option says what it does,
-and README's pipeline table names every module."""
+and docs/harness.md's table of stages names every module."""
 import argparse
 import ast
 import os
@@ -113,12 +113,15 @@ class Help(unittest.TestCase):
             self.assertRegex(text, "\n  %s +[a-z]" % group)
 
 
-class Readme(unittest.TestCase):
+class StagesTable(unittest.TestCase):
     def setUp(self):
-        with open(os.path.join(hermetic.ROOT, "README.md")) as f:
+        with open(os.path.join(hermetic.ROOT, "docs", "harness.md")) as f:
             text = f.read()
-        table = text.split("## The pipeline", 1)[1].split("\n\n")[2]
-        self.order = re.findall(r"`harness/(\w+)\.py`", table)
+        table = next(b for b in text.split("## Stages", 1)[1].split("\n\n")
+                     if b.startswith("|"))
+        # the modules column of each row
+        self.order = [m for row in table.splitlines()[2:]
+                      for m in re.findall(r"`(\w+)\.py`", row.split("|")[2])]
 
     def test_pipeline_table_names_every_module_once(self):
         self.assertEqual(sorted(self.order), MODULES)

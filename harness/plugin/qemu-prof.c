@@ -12,15 +12,9 @@
  * pairs) opens or closes one.  Interrupts taken inside such a call count
  * with it.  A block that an exception cuts short is counted whole.
  *
- * QEMU 7.2's x86 translator ends a block before an instruction that
- * crosses a page, unless it is the block's first, and translates it again
- * as the first of the next block; the plugin API still lists it, with the
- * bytes read before the translator gave up, as the first block's last.
- * So when a block's successor starts at the address of the block's last
- * instruction and that instruction is longer there, the block's last
- * instruction did not run: the block's count for that run is cut by one.
- * (A rep string instruction, which jumps to itself, starts its successor
- * at its own address too, but with the same length.)
+ * A block whose last instruction did not run (a page-crossing instruction
+ * QEMU translates again in the next block: ran_short() in
+ * qemu-plugin-api.h) has its count for that run cut by one.
  *
  * One vCPU only (exact mode): the state below is not per vCPU.  A second
  * vCPU is reported in the output and the counts are refused.
@@ -37,64 +31,22 @@
  * whose last instruction did not run (see above): the block ran
  * INSNS * EXECS - CUT instructions.
  *
- * Written for QEMU 7.2's plugin API (QEMU_PLUGIN_VERSION 1).  Debian 12
- * ships QEMU with plugin support but without qemu-plugin.h, so the few
- * declarations used are given here.
+ * Written for QEMU 7.2's plugin API (QEMU_PLUGIN_VERSION 1), as
+ * qemu-plugin-api.h declares it.
  */
-#include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef uint64_t qemu_plugin_id_t;
-struct qemu_plugin_tb;
-struct qemu_info_t;
-enum qemu_plugin_cb_flags {
-	QEMU_PLUGIN_CB_NO_REGS,
-	QEMU_PLUGIN_CB_R_REGS,
-	QEMU_PLUGIN_CB_RW_REGS,
-};
-typedef void (*tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
-typedef void (*vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
-typedef void (*udata_cb_t)(qemu_plugin_id_t id, void *userdata);
-typedef void (*vcpu_simple_cb_t)(qemu_plugin_id_t id, unsigned int vcpu_index);
-struct qemu_plugin_insn;
-
-void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id,
-					   tb_trans_cb_t cb);
-void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *tb,
-					  vcpu_udata_cb_t cb,
-					  enum qemu_plugin_cb_flags flags,
-					  void *userdata);
-uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *tb);
-size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
-struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb,
-						 size_t idx);
-const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
-size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
-uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
-void qemu_plugin_register_vcpu_init_cb(qemu_plugin_id_t id,
-				       vcpu_simple_cb_t cb);
-void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
-					    vcpu_udata_cb_t cb,
-					    enum qemu_plugin_cb_flags flags,
-					    void *userdata);
-void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb_t cb,
-				    void *userdata);
+#include "qemu-plugin-api.h"
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
-#define MODULES_START	0xffffffffa0000000ULL
-#define KERNEL_START	0xffff800000000000ULL
 #define MAX_ENTRIES	8
 
 /* A translated block: its address, size and whether it is an entry. */
 struct block {
-	uint64_t vaddr;
-	uint64_t last_vaddr;	/* of its last instruction */
-	unsigned int last_size, first_size;
-	unsigned int insns;
+	struct tb_shape shape;
 	int entry;		/* 1-based index of an e= address, or 0 */
 	bool module;		/* module code: leaves any entry */
 	bool phase;		/* the p= function */
@@ -154,9 +106,7 @@ static void block_exec(unsigned int vcpu, void *userdata)
 {
 	struct block *b = userdata;
 
-	if (prev_count && prev_block->insns > 1 &&
-	    prev_block->last_vaddr == b->vaddr &&
-	    prev_block->last_size < b->first_size)
+	if (prev_count && ran_short(&prev_block->shape, &b->shape))
 		prev_count->cut++;
 	prev_block = b;
 	prev_count = NULL;
@@ -182,15 +132,6 @@ static void clock_read(unsigned int vcpu, void *userdata)
 	clock_reads++;
 }
 
-/* rdtsc (0f 31) or rdtscp (0f 01 f9), without prefixes. */
-static bool is_clock_read(const unsigned char *code, size_t len)
-{
-	if (len == 2)
-		return code[0] == 0x0f && code[1] == 0x31;
-	return len == 3 && code[0] == 0x0f && code[1] == 0x01 &&
-	       code[2] == 0xf9;
-}
-
 static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu_index)
 {
 	nr_vcpus++;
@@ -208,11 +149,7 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		abort();
-	b->vaddr = vaddr;
-	b->insns = n;
-	b->first_size = qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, 0));
-	b->last_vaddr = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, n - 1));
-	b->last_size = qemu_plugin_insn_size(qemu_plugin_tb_get_insn(tb, n - 1));
+	tb_shape_init(&b->shape, tb);
 	b->module = vaddr >= MODULES_START;
 	b->phase = vaddr == phase_addr;
 	for (i = 0; i < nr_entries; i++)
@@ -251,8 +188,8 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		for (c = table[i]; c; c = c->next)
 			fprintf(f, "%u %d %llx %u %llu %llu\n", c->phase,
-				c->entry, (unsigned long long)c->block->vaddr,
-				c->block->insns, (unsigned long long)c->execs,
+				c->entry, (unsigned long long)c->block->shape.vaddr,
+				c->block->shape.insns, (unsigned long long)c->execs,
 				(unsigned long long)c->cut);
 	if (ferror(f) | fclose(f))
 		perror(out_path);

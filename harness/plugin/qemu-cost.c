@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * qemu-cost: a QEMU TCG plugin for ./bulk bench --costs (harness/costs.py).
+ *
+ * Counts, inside the benchmark module's timed regions only, what a count
+ * of retired instructions cannot see:
+ *   - memory accesses, loads and stores apart, and the misses they take
+ *     in a modeled L1D, L2 and last-level cache (cachesim.h), loads' and
+ *     stores' apart (a core's store buffer hides much of a store miss);
+ *   - locked instructions: any with a lock prefix (f0) and xchg with a
+ *     memory operand (86, 87), except cmpxchg8b/cmpxchg16b (0f c7 /1),
+ *     counted apart with and without a lock prefix (SLUB's per-CPU
+ *     this_cpu_cmpxchg_double() runs it unlocked; x86class.h);
+ *   - the IRQ-flag instructions cli, sti, pushf and popf, each apart
+ *     (whether a popf changes IF is not known here: no register reads).
+ * and the instructions of each region, which equal the module's own
+ * clock delta in exact mode (-icount shift=0: the TSC counts retired
+ * instructions), so that the counts can be matched with its R lines.
+ *
+ * Timed regions: each rdtsc or rdtscp that module code runs (the
+ * benchmark's clock reads, which come in pairs) opens or closes one.  In
+ * icount mode the clock read ends its block, so a region's instructions
+ * are those of the blocks that start inside it: from the opening read
+ * (left out) to the closing one (counted), as the TSC delta has them.
+ * Memory accesses and flagged instructions count from the instruction
+ * after the opening read.  Interrupts taken inside a region count with it.
+ *
+ * The cache model sees every data access of the whole run, timed or not
+ * (so the untimed setup warms it as it would warm a real cache); only the
+ * timed regions' accesses and misses are counted.  Addresses are
+ * physical (QEMU's RAM address of the guest page), or the guest's virtual
+ * address with addr=virt (the kernel's direct map maps physical memory at
+ * a fixed offset, so the set index is the same there; vmalloc'ed stacks
+ * and arrays differ).  Accesses QEMU gives no RAM address for (MMIO, or
+ * a TLB entry gone) fall back to the virtual one and are counted, timed
+ * or not (# virtual_fallbacks).
+ *
+ * Phases, as qemu-prof.c has them: every call of the function at p=ADDR
+ * (_printk()) made straight from module code starts a new phase.
+ *
+ * Arguments: out=PATH (required), p=ADDR (hex), l1d=SIZE:WAYS,
+ * l2=SIZE:WAYS, llc=SIZE:WAYS (SIZE in bytes, or with K or M), line=BYTES,
+ * addr=phys|virt.  Defaults: an Intel Xeon Sapphire Rapids (Golden Cove)
+ * core: L1D 48 KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16
+ * of its 1.875 MiB 15-way slices, 30 MiB 15-way (a single thread uses the
+ * whole LLC; the slices' address hash is not modeled).
+ *
+ * Output (out=PATH): '# KEY VALUE...' lines (clock_reads, phases, vcpus,
+ * addresses, virtual_fallbacks, line, one 'cache NAME SIZE WAYS SETS' per
+ * level, and 'columns' naming the fields of the lines after), then one
+ * line per timed region, in the order they ran:
+ *   PHASE INSNS LOADS STORES LOOKUPS L1D_LOAD_MISSES L2_LOAD_MISSES
+ *   LLC_LOAD_MISSES L1D_STORE_MISSES L2_STORE_MISSES LLC_STORE_MISSES
+ *   LOCKED CMPXCHG16B CMPXCHG16B_LOCKED CLI STI PUSHF POPF
+ * (LOOKUPS: the cache lines the accesses touched, two for an access that
+ * straddles a line boundary.)  Deterministic in exact mode: one vCPU, no
+ * time, no randomness.  A second vCPU is reported (# vcpus) and refused
+ * by costs.py: the state below is not per vCPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cachesim.h"
+#include "qemu-plugin-api.h"
+#include "x86class.h"
+
+__attribute__((visibility("default"))) int qemu_plugin_version = 1;
+
+/*
+ * The misses of each level, loads' then stores', follow their first; the
+ * flagged instructions come in x86class.h's order.
+ */
+enum event {
+	LOADS, STORES, LOOKUPS,
+	L1D_LOAD_MISSES, L2_LOAD_MISSES, LLC_LOAD_MISSES,
+	L1D_STORE_MISSES, L2_STORE_MISSES, LLC_STORE_MISSES,
+	LOCKED, CMPXCHG16B, CMPXCHG16B_LOCKED, CLI, STI, PUSHF, POPF,
+	NR_EVENTS
+};
+static const char *const event_names[NR_EVENTS] = {
+	"loads", "stores", "lookups",
+	"l1d_load_misses", "l2_load_misses", "llc_load_misses",
+	"l1d_store_misses", "l2_store_misses", "llc_store_misses",
+	"locked", "cmpxchg16b", "cmpxchg16b_locked", "cli", "sti", "pushf",
+	"popf",
+};
+_Static_assert(CMPXCHG16B - LOCKED == X86_CMPXCHG16B &&
+	       POPF - LOCKED == X86_POPF, "events in x86class.h's order");
+
+struct region {
+	unsigned int phase;
+	uint64_t insns;
+	uint64_t ev[NR_EVENTS];
+};
+
+/* A translated block. */
+struct block {
+	struct tb_shape shape;
+	bool kernel;		/* kernel text or modules */
+	bool module;		/* module code */
+	bool phase;		/* the p= function */
+};
+
+static const char *out_path;
+static uint64_t phase_addr;
+static bool virtual_addresses;
+static struct cachesim cache;
+static uint64_t cache_size[CACHESIM_LEVELS] = {
+	48 << 10, 2 << 20, 30 << 20
+};
+static unsigned int cache_ways[CACHESIM_LEVELS] = { 12, 16, 15 };
+static unsigned int line_size = 64;
+
+/* The guest state (one vCPU: exact mode). */
+static struct region *regions;
+static size_t nr_regions, max_regions;
+static bool timed;		/* inside regions[nr_regions - 1] */
+static unsigned long long clock_reads, virtual_fallbacks;
+static unsigned int cur_phase, nr_vcpus;
+static bool from_module;
+/* The block that ran last, and whether its instructions were counted. */
+static struct block *prev_block;
+static bool prev_counted;
+
+static struct region *cur(void)
+{
+	return &regions[nr_regions - 1];
+}
+
+static void block_exec(unsigned int vcpu, void *userdata)
+{
+	struct block *b = userdata;
+
+	if (prev_counted && ran_short(&prev_block->shape, &b->shape))
+		cur()->insns--;
+	prev_block = b;
+	prev_counted = timed;
+	if (timed)
+		cur()->insns += b->shape.insns;
+	if (!b->kernel)
+		return;
+	if (b->module) {
+		from_module = true;
+		return;
+	}
+	if (b->phase && from_module)
+		cur_phase++;
+	from_module = false;
+}
+
+static void clock_read(unsigned int vcpu, void *userdata)
+{
+	clock_reads++;
+	timed = !timed;
+	if (!timed)
+		return;
+	if (nr_regions == max_regions) {
+		max_regions = max_regions ? 2 * max_regions : 4096;
+		regions = realloc(regions, max_regions * sizeof(*regions));
+		if (!regions)
+			abort();
+	}
+	memset(&regions[nr_regions], 0, sizeof(*regions));
+	regions[nr_regions++].phase = cur_phase;
+}
+
+static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
+		       uint64_t vaddr, void *userdata)
+{
+	unsigned int size = 1u << qemu_plugin_mem_size_shift(info);
+	uint64_t addr = vaddr, ignored[CACHESIM_LEVELS] = { 0 };
+	struct region *r;
+
+	if (!virtual_addresses) {
+		struct qemu_plugin_hwaddr *hw =
+			qemu_plugin_get_hwaddr(info, vaddr);
+
+		/*
+		 * QEMU 7.2 gives an I/O address for MMIO and also when the
+		 * access's TLB entry is gone: use the virtual one there.
+		 */
+		if (hw && !qemu_plugin_hwaddr_is_io(hw))
+			addr = qemu_plugin_hwaddr_phys_addr(hw);
+		else
+			virtual_fallbacks++;
+	}
+	if (!timed) {
+		cachesim_access(&cache, addr, size, ignored);
+		return;
+	}
+	r = cur();
+	if (qemu_plugin_mem_is_store(info)) {
+		r->ev[STORES]++;
+		r->ev[LOOKUPS] += cachesim_access(&cache, addr, size,
+						  &r->ev[L1D_STORE_MISSES]);
+	} else {
+		r->ev[LOADS]++;
+		r->ev[LOOKUPS] += cachesim_access(&cache, addr, size,
+						  &r->ev[L1D_LOAD_MISSES]);
+	}
+}
+
+static void flagged_insn(unsigned int vcpu, void *userdata)
+{
+	if (timed)
+		cur()->ev[(uintptr_t)userdata]++;
+}
+
+static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu_index)
+{
+	nr_vcpus++;
+}
+
+static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	size_t k, n = qemu_plugin_tb_n_insns(tb);
+	struct block *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		abort();
+	tb_shape_init(&b->shape, tb);
+	b->kernel = b->shape.vaddr >= KERNEL_START;
+	b->module = b->shape.vaddr >= MODULES_START;
+	b->phase = b->shape.vaddr == phase_addr;
+	for (k = 0; k < n; k++) {
+		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
+		const unsigned char *code = qemu_plugin_insn_data(insn);
+		size_t len = qemu_plugin_insn_size(insn);
+		enum x86_class c = x86_class(code, len);
+
+		if (b->module && is_clock_read(code, len))
+			qemu_plugin_register_vcpu_insn_exec_cb(
+				insn, clock_read, QEMU_PLUGIN_CB_NO_REGS, NULL);
+		if (c != X86_OTHER)
+			qemu_plugin_register_vcpu_insn_exec_cb(
+				insn, flagged_insn, QEMU_PLUGIN_CB_NO_REGS,
+				(void *)(uintptr_t)(LOCKED + c));
+		qemu_plugin_register_vcpu_mem_cb(insn, mem_access,
+						 QEMU_PLUGIN_CB_NO_REGS,
+						 QEMU_PLUGIN_MEM_RW, NULL);
+	}
+	qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec,
+					     QEMU_PLUGIN_CB_NO_REGS, b);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *userdata)
+{
+	FILE *f = fopen(out_path, "w");
+	size_t i;
+	int k;
+
+	if (!f) {
+		perror(out_path);
+		return;
+	}
+	fprintf(f, "# clock_reads %llu\n", clock_reads);
+	fprintf(f, "# phases %u\n", cur_phase);
+	fprintf(f, "# vcpus %u\n", nr_vcpus);
+	fprintf(f, "# addresses %s\n", virtual_addresses ? "virtual" : "physical");
+	fprintf(f, "# virtual_fallbacks %llu\n", virtual_fallbacks);
+	fprintf(f, "# line %u\n", line_size);
+	for (k = 0; k < CACHESIM_LEVELS; k++)
+		fprintf(f, "# cache %s %llu %u %u\n", cache.level[k].name,
+			(unsigned long long)cache.level[k].size,
+			cache.level[k].ways, cache.level[k].sets);
+	fprintf(f, "# columns phase insns");
+	for (k = 0; k < NR_EVENTS; k++)
+		fprintf(f, " %s", event_names[k]);
+	fprintf(f, "\n");
+	for (i = 0; i < nr_regions; i++) {
+		fprintf(f, "%u %llu", regions[i].phase,
+			(unsigned long long)regions[i].insns);
+		for (k = 0; k < NR_EVENTS; k++)
+			fprintf(f, " %llu", (unsigned long long)regions[i].ev[k]);
+		fprintf(f, "\n");
+	}
+	if (ferror(f) | fclose(f))
+		perror(out_path);
+}
+
+/* SIZE:WAYS, SIZE in bytes or with a K or M suffix; 0 when it parses. */
+static int parse_level(const char *s, uint64_t *size, unsigned int *ways)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (*end == 'K' || *end == 'k')
+		v <<= 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	if (*end != ':' || !v)
+		return -1;
+	*size = v;
+	*ways = strtoul(end + 1, &end, 10);
+	return *end || !*ways ? -1 : 0;
+}
+
+__attribute__((visibility("default")))
+int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
+			int argc, char **argv)
+{
+	static const char *const level_args[CACHESIM_LEVELS] = {
+		"l1d=", "l2=", "llc="
+	};
+	int i, k;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		for (k = 0; k < CACHESIM_LEVELS; k++)
+			if (!strncmp(a, level_args[k], strlen(level_args[k])))
+				break;
+		if (k < CACHESIM_LEVELS) {
+			if (parse_level(a + strlen(level_args[k]),
+					&cache_size[k], &cache_ways[k]))
+				goto bad;
+		} else if (!strncmp(a, "out=", 4)) {
+			out_path = a + 4;
+		} else if (!strncmp(a, "p=", 2)) {
+			phase_addr = strtoull(a + 2, NULL, 16);
+		} else if (!strncmp(a, "line=", 5)) {
+			line_size = strtoul(a + 5, NULL, 10);
+		} else if (!strcmp(a, "addr=phys") || !strcmp(a, "addr=virt")) {
+			virtual_addresses = !strcmp(a, "addr=virt");
+		} else {
+			goto bad;
+		}
+	}
+	if (!out_path) {
+		fprintf(stderr, "qemu-cost: out= is required\n");
+		return -1;
+	}
+	if (cachesim_init(&cache, line_size, cache_size, cache_ways)) {
+		fprintf(stderr, "qemu-cost: a cache geometry the model does not "
+			"take (line a power of two, SIZE = WAYS * line * a power "
+			"of two)\n");
+		return -1;
+	}
+	qemu_plugin_register_vcpu_init_cb(id, vcpu_init);
+	qemu_plugin_register_vcpu_tb_trans_cb(id, block_trans);
+	qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+	return 0;
+bad:
+	fprintf(stderr, "qemu-cost: unknown argument %s\n", argv[i]);
+	return -1;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The x86-64 instructions qemu-cost.c counts apart, from their bytes:
+ * locked read-modify-writes, cmpxchg8b/16b and the IRQ-flag instructions.
+ * In a header of its own so that tests/cachesim_test.c can check it.
+ */
+#ifndef X86CLASS_H
+#define X86CLASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum x86_class {
+	X86_OTHER = -1,
+	X86_LOCKED,		/* lock prefix (f0), or xchg (86, 87) with memory */
+	X86_CMPXCHG16B,		/* 0f c7 /1 with memory: cmpxchg8b/16b */
+	X86_CMPXCHG16B_LOCKED,	/* the same with a lock prefix */
+	X86_CLI,		/* fa */
+	X86_STI,		/* fb */
+	X86_PUSHF,		/* 9c */
+	X86_POPF,		/* 9d */
+};
+
+/*
+ * Legacy prefixes and a REX prefix may come before the opcode; the ModRM
+ * byte's mod field (its top two bits) is 3 for a register operand.
+ */
+static inline enum x86_class x86_class(const unsigned char *code, size_t len)
+{
+	bool lock = false;
+	size_t i = 0;
+
+	for (; i < len; i++) {
+		unsigned char c = code[i];
+
+		if (c == 0xf0)
+			lock = true;
+		else if (c != 0xf2 && c != 0xf3 && c != 0x2e && c != 0x36 &&
+			 c != 0x3e && c != 0x26 && c != 0x64 && c != 0x65 &&
+			 c != 0x66 && c != 0x67)
+			break;
+	}
+	if (i < len && (code[i] & 0xf0) == 0x40)	/* REX */
+		i++;
+	if (i >= len)
+		return X86_OTHER;
+	if (code[i] == 0x0f && i + 2 < len && code[i + 1] == 0xc7 &&
+	    ((code[i + 2] >> 3) & 7) == 1 && (code[i + 2] >> 6) != 3)
+		return lock ? X86_CMPXCHG16B_LOCKED : X86_CMPXCHG16B;
+	if (lock)
+		return X86_LOCKED;
+	if ((code[i] == 0x86 || code[i] == 0x87) && i + 1 < len &&
+	    (code[i + 1] >> 6) != 3)
+		return X86_LOCKED;
+	switch (code[i]) {
+	case 0xfa: return X86_CLI;
+	case 0xfb: return X86_STI;
+	case 0x9c: return X86_PUSHF;
+	case 0x9d: return X86_POPF;
+	default: return X86_OTHER;
+	}
+}
+
+#endif
