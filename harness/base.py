@@ -13,13 +13,14 @@ import shutil
 from typing import Optional
 
 import gitrepo
+import packages
 from common import (BASE_FILE, BASE_TAG, BENCH_BASE_TREE, BISECT_TREE, BUILD,
                     PREV_TREE,
                     PATCHES, TREE, StageError,
                     capture, log_path, need_tools, read_kv, run, say, warn,
                     write_kv)
 
-PACKAGE = "linux-source-6.1"
+PACKAGE = packages.SOURCE_PACKAGE
 STAMP = os.path.join(BUILD, "base.stamp")
 # Fixed identity and date for the base commit: reproducible commit ids.
 BASE_ENV = {
@@ -73,9 +74,7 @@ def drift_message(recorded: dict[str, str], version: str,
                   digest: str) -> Optional[str]:
     """None when the installed package is the recorded one, else a warning."""
     if recorded.get("VERSION") != version:
-        return ("BASE DRIFT: Debian now ships %s %s, the series is recorded "
-                "against %s. Trying to apply anyway; update patches/BASE "
-                "once it does." % (PACKAGE, version, recorded.get("VERSION")))
+        return packages.drift_note(version, recorded.get("VERSION"))
     if recorded.get("TARBALL_SHA256") != digest:
         return ("BASE DRIFT: %s %s tarball sha256 is %s, recorded %s." %
                 (PACKAGE, version, digest, recorded.get("TARBALL_SHA256")))
@@ -111,7 +110,7 @@ def check(quiet: bool = False) -> BaseState:
     digest = sha256(tarball)
     drift = drift_message(recorded, version, digest) if recorded else None
     if drift and not quiet:
-        warn(drift)
+        packages.note_drift(drift)
     return BaseState(version, tarball, digest, drift, recorded)
 
 
@@ -199,6 +198,9 @@ def record() -> None:
     if not os.path.exists(STAMP):
         raise StageError("base", "no build/base.stamp: run ./bulk base first")
     have = read_kv(STAMP)
+    if have.get("TARBALL_SHA256") != st.sha256:
+        raise StageError("base", "build/linux was not made from the installed "
+                         "%s %s: run ./bulk base first" % (PACKAGE, st.version))
     write_kv(BASE_FILE, {"PACKAGE": PACKAGE, "VERSION": st.version,
                          "TARBALL": os.path.basename(st.tarball),
                          "TARBALL_SHA256": st.sha256,

@@ -13,6 +13,7 @@ of the run the cover letter quotes also writes its tables to
 patches/cover-tables.txt, which export reads.
 """
 import argparse
+import json
 import os
 import time
 
@@ -58,12 +59,18 @@ def is_cover_run(name: str) -> bool:
     return False
 
 
+def report_name(allocs: list[str], quick: bool) -> str:
+    """bench-ALLOCS[-quick]: the report's files, less their suffix."""
+    return "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
+
+
 def report(allocs: list[str], tests: str, quick: bool,
-           record: bool = False) -> None:
+           record: bool = False, again: bool = False) -> None:
     """bench-<allocs>[-quick].{md,json} and a PNG per allocator, under
-    results/bench/ when record, else build/results/bench/."""
+    results/bench/ when record, else build/results/bench/; @again (./bulk
+    report): rendered again, with the stamp the record has."""
     out = records.folder(KIND, record)
-    name = "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
+    name = report_name(allocs, quick)
     command = "./bulk bench --alloc %s --tests %s%s" % (
         ",".join(allocs), tests, " --quick" if quick else "")
     data = Report(command)
@@ -84,7 +91,8 @@ def report(allocs: list[str], tests: str, quick: bool,
                 entry.series_exact, entry.series_smp_runs = exact, smp
         data.allocators[alloc] = entry
     md = markdown_report(name, data, allocs, tests, out)
-    st = records.stamp()
+    st = (kept_stamp(os.path.join(out, name + ".json")) if again
+          else None) or records.stamp()
     records.write_markdown(os.path.join(out, name + ".md"), "\n".join(md), st)
     records.write_json(os.path.join(out, name + ".json"), data.to_json(), st)
     say("report: %s.md, .json and the plots written, in %s" % (
@@ -99,6 +107,14 @@ def report(allocs: list[str], tests: str, quick: bool,
         f.write(render.cover_tables(data))
     say("report: %s written (./bulk export puts it in the cover letter)"
         % rel(COVER_TABLES))
+
+
+def kept_stamp(path: str) -> records.Stamp | None:
+    """The stamp of the record at @path, if it has one."""
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return records.Stamp.from_json(json.load(f).get("stamp"))
 
 
 def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
@@ -209,5 +225,5 @@ def main(args: argparse.Namespace) -> int:
 
 def report_main(args: argparse.Namespace) -> int:
     allocs, tests = check_args(args)
-    report(allocs, tests, args.quick, args.record)
+    report(allocs, tests, args.quick, args.record, again=True)
     return 0

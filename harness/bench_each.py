@@ -29,10 +29,11 @@ import time
 from typing import Any
 
 import basetree
-import bisectplan
+import build_each
 import each
 import gitrepo
 import kbuild
+import kconfig
 import measure
 import record as records
 import registry
@@ -57,9 +58,9 @@ MOVE_THRESHOLD = 0.01
 
 def moves_kernel(alloc: str, files: list[str]) -> bool:
     """Can a patch touching @files change @alloc's benchmark kernel?"""
-    others = [p for a, ps in bisectplan.PRIVATE.items() if a != alloc
+    others = [p for a, ps in build_each.PRIVATE.items() if a != alloc
               for p in ps]
-    return any(not f.startswith(bisectplan.DOC_PREFIXES + TEST_ONLY)
+    return any(not f.startswith(build_each.DOC_PREFIXES + TEST_ONLY)
                and f not in others for f in files)
 
 
@@ -515,9 +516,9 @@ def main(args: argparse.Namespace) -> int:
             return measure.run_bench(args.alloc, measure.BASE_TREE, tests,
                                      False).to_json()
         gitrepo.checkout(BISECT_TREE, x.commit, "bench-each")
-        kbuild.build(args.alloc, bisectplan.TREE_NAME,
+        kbuild.build(args.alloc, build_each.TREE_NAME,
                      label="%s@%s" % (args.alloc, x.commit[:12]))
-        return measure.run_bench(args.alloc, bisectplan.TREE_NAME, tests,
+        return measure.run_bench(args.alloc, build_each.TREE_NAME, tests,
                                  False, suffix="-p%02d" % x.number).to_json()
 
     def write_record(runs: list[dict[str, Any]]) -> str:
@@ -535,7 +536,9 @@ def main(args: argparse.Namespace) -> int:
         "base " + each.tree_ids(BENCH_BASE_TREE, "bench-each", ["HEAD"])[0], None)]
     items += zip(each.tree_ids(TREE, "bench-each",
                                [x.commit for x in p.measured]), p.measured)
-    md = each.loop("bench-each-" + args.alloc, tests, items, work, write_record)
+    # The setting: the tests and the config's fragments (as bisect's keys).
+    md = each.loop("bench-each-" + args.alloc, "%s %s" % (
+        tests, kconfig.fragment_digest(args.alloc)), items, work, write_record)
     say("bench-each: %s written, in %s; done in %dm%02ds" % (
         rel(md), records.where(args.record),
         *divmod(int(time.time() - start), 60)))

@@ -10,8 +10,9 @@ The callers (build/linux; the series changes none of them):
                        kmem_cache_alloc_bulk(); mas_destroy() gives back
                        what the store did not use with
                        kmem_cache_free_bulk().  The nodes a store replaces
-                       go through call_rcu() one at a time (the mm's tree is
-                       in RCU mode).
+                       are freed after a grace period (the mm's tree is in
+                       RCU mode): one at a time (ma_free_rcu()), or a dead
+                       subtree with kmem_cache_free_bulk() (mt_free_walk()).
   io_uring/io_uring.c  __io_alloc_req_refill(): 8 requests with
                        kmem_cache_alloc_bulk() when the ring's request cache
                        is empty.  Completed requests go back to that cache,
@@ -280,11 +281,16 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
           "booted %d times (*runs differ*: largest difference between "
           "its runs, in ticks over the whole loop).  Bulk calls and objects "
           "per unit from one boot of %s (kprobe events, hist triggers); "
-          "series shown%s." % (
+          "series shown%s.  The loops never leave the CPU idle: their "
+          "ticks include the kernel work that ran inside them, deferred "
+          "work included (kvfree_rcu()'s batches are freed by "
+          "kfree_rcu_work() in a kworker; the objects a loop's batches "
+          "free per unit fall short of one by the batch still pending "
+          "when it ends)." % (
               command, CONFIG, len(series_runs), COUNT_CONFIG,
               "" if not counts else
               (", base the same" if counts.get("base") == counts.get("series")
-               else ", base differs (below)")),
+               else ", base's where they differ below")),
           "",
           "| workload | unit | per unit base | per unit series | series/base "
           "| runs differ (base / series) | bulk calls and objects per unit |",
@@ -297,11 +303,17 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
             w.name, w.unit, b, s, s / b, spread(base_runs, w.name),
             spread(series_runs, w.name),
             describe(c.get(w.name, {}), w.count) if c else "not counted"))
-    if counts.get("base") and counts.get("series") and \
-            counts["base"] != counts["series"]:
-        md += ["", "Base's counts:", ""]
+    differ = [w for w in WORKLOADS if counts.get("base") and
+              counts.get("series") and counts["base"].get(w.name) !=
+              counts["series"].get(w.name)]
+    if differ:
+        md += ["", "Base's counts where they differ.  The calls the "
+               "operations make themselves are the same; what moves is "
+               "deferred work (RCU callbacks such as mt_free_walk(), "
+               "kvfree_rcu()'s batches), which falls inside a loop or after "
+               "it depending on the instructions run before:", ""]
         md += ["- %s: %s" % (w.name, describe(counts["base"].get(w.name, {}),
-                                              w.count)) for w in WORKLOADS]
+                                              w.count)) for w in differ]
     md += ["", "Workloads (initramfs/init.c, harness.callers):", ""]
     md += ["- **%s** (%d units): %s." % (w.name, w.count, w.what)
            for w in WORKLOADS]

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any, Callable, NoReturn
 
 import base
-import bisectplan
+import build_each
 import callers
 import bench
 import bench_each
@@ -27,7 +27,7 @@ import benchprev
 import boot
 import costs
 import export
-import funcprof
+import profile
 import kbuild
 import kconfig
 import kunit
@@ -40,10 +40,10 @@ import registry
 import stack
 import stress
 import suites
-import testcmd
+import test
 import tree
-from common import (BASE_FILE, COVER_TABLES, REPO, RESULTS, Interrupted,
-                    StageError, capture, read_kv, rel)
+from common import (BASE_FILE, COVER_TABLES, RESULTS, Interrupted,
+                    StageError, read_kv, rel)
 from lock import BuildLock
 
 EPILOG = "Start with ./bulk test (the tests) and ./bulk bench (the main job)."
@@ -83,13 +83,33 @@ def names(allowed: list[str] | tuple[str, ...], what: str,
     @many), a near miss named."""
     def check(value: str) -> str:
         given = [v for v in value.split(",") if v] if many else [value]
-        for v in given:
+        for i, v in enumerate(given):
             if v not in allowed:
                 raise argparse.ArgumentTypeError(
                     "unknown %s '%s'%s; %s: %s" % (
                         what, v, registry.did_you_mean(v, allowed),
                         "a comma list of" if many else "one of",
                         ", ".join(allowed)))
+            if v in given[:i]:
+                raise argparse.ArgumentTypeError("%s '%s' given twice"
+                                                 % (what, v))
+        return value
+    return check
+
+
+def letters(allowed: str) -> Callable[[str], str]:
+    """An argparse type: test letters among @allowed (commas ignored),
+    each once."""
+    def check(value: str) -> str:
+        given = value.replace(",", "")
+        for i, t in enumerate(given):
+            if t not in allowed or t in given[:i]:
+                raise argparse.ArgumentTypeError(
+                    "test letter '%s' %s; give letters among %s" % (
+                        t, "given twice" if t in allowed else "unknown",
+                        allowed))
+        if not given:
+            raise argparse.ArgumentTypeError("give letters among %s" % allowed)
         return value
     return check
 
@@ -103,15 +123,11 @@ def positive(value: str) -> int:
 
 
 def version() -> str:
-    """This repository's commit, the series' length and its base."""
-    try:
-        commit = capture(["git", "describe", "--always", "--dirty"],
-                         "version", cwd=REPO).strip()
-    except StageError:
-        commit = "unknown"
+    """This repository's commit (as a record's stamp has it), the series'
+    length and its base."""
     kv = read_kv(BASE_FILE) if os.path.exists(BASE_FILE) else {}
     return "./bulk %s: %d patches on %s %s" % (
-        commit, registry.patch_count(), kv.get("PACKAGE", "linux-source-6.1"),
+        record.repo_commit(), registry.patch_count(), kv.get("PACKAGE", "linux-source-6.1"),
         kv.get("VERSION", "(no patches/BASE)"))
 
 
@@ -138,8 +154,10 @@ def parser() -> argparse.ArgumentParser:
                     help="if another ./bulk holds build/, wait for it "
                     "instead of ending")
     ap.add_argument("--version", action=VersionAction, nargs=0,
-                    help="print this repository's commit, the number of "
-                    "patches and the base version, and end")
+                    help="print this repository's commit ('-dirty' when "
+                    "patches/, configs/, harness/ or initramfs/ differ from "
+                    "it), the number of patches and the base version, and "
+                    "end")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
     def verb(name: str, help: str, does: str, writes: str, takes: str,
@@ -160,10 +178,15 @@ def parser() -> argparse.ArgumentParser:
                        "(the benchmark's base), bisect (per-patch builds), "
                        "prev (an earlier posting, ./bulk bench-prev)")
 
-    def mode_opt(p: argparse.ArgumentParser) -> None:
+    def kernel_opts(p: argparse.ArgumentParser) -> None:
+        """A built kernel to boot: its config, tree, mode and command line."""
+        p.add_argument("config", type=config_name,
+                       help="config name (./bulk config --list)")
+        tree_opt(p)
         p.add_argument("--mode", choices=list(boot.MODES), default="exact",
                        help="exact: -icount, one CPU, bit for bit; smp: two "
                        "CPUs, no icount; smp4: four")
+        p.add_argument("--append", default="", help="extra kernel command line")
 
     def record_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--record", action="store_true",
@@ -180,7 +203,7 @@ def parser() -> argparse.ArgumentParser:
 
     def tests_opt(p: argparse.ArgumentParser, allowed: str,
                   default: str) -> None:
-        p.add_argument("--tests", default=default,
+        p.add_argument("--tests", default=default, type=letters(allowed),
                        help="test letters among %s (default %s): %s" % (
                            allowed, default, registry.test_help(allowed)))
 
@@ -202,25 +225,26 @@ def parser() -> argparse.ArgumentParser:
     verb("setup", "install the Debian packages the harness needs",
          "apt-get install of what is missing, linux-source-6.1 at the "
          "version patches/BASE records while Debian serves it; apt runs "
-         "only here and in test and bench, the other commands name what "
-         "is missing",
+         "in setup, test and bench, and in move-base, which installs the "
+         "base it moves to; the other commands name what is missing",
          "apt packages: QEMU, linux-source-6.1 at patches/BASE's version, "
          "the kernel build tools, ccache, gnuplot, mypy, busybox",
          "about 1 min on a fresh Debian 12; seconds when all is installed")
     p = verb("test", "the tests; CI runs this",
              "setup, the harness's unit tests and mypy, the base, the series "
-             "applies, checkpatch, the bisect record, builds, KUnit, boots, "
+             "applies, checkpatch, the build-each record, builds, KUnit, boots, "
              "stress runs and a quick benchmark run, each step PASS, FAIL or "
              "SKIP",
              "build/logs/test.json (the summary) and test-times.json; one "
              "PASS/FAIL/SKIP line per step, ending 'N passed, N failed, N "
              "skipped'; exit status 1 when a step failed",
-             "cold (empty ccache, nothing built): about 57 min on 2 cores; "
-             "warm: 16 to 23 min",
+             "cold (empty ccache, nothing built): about 50 to 60 min on 2 "
+             "cores; about 15 to 25 min with kernels built (the last CI run: "
+             "1385 s)",
              epilog="step groups, in the order they run:\n" + "\n".join(
-                 "  %-11s%s" % kv for kv in testcmd.GROUPS.items()))
+                 "  %-11s%s" % kv for kv in test.GROUPS.items()))
     p.add_argument("--only", default="", metavar="GROUP[,GROUP]",
-                   type=names(list(testcmd.GROUPS), "step group", True),
+                   type=names(list(test.GROUPS), "step group", True),
                    help="run only these step groups (listed below)")
     p.add_argument("--json", action="store_true",
                    help=JSON_HELP + ": the summary of build/logs/test.json")
@@ -229,8 +253,9 @@ def parser() -> argparse.ArgumentParser:
              "build/linux-base, builds both kernels per allocator, boots "
              "them with the benchmark module and prints the tables side by "
              "side",
-             kept("bench", "bench-ALLOCS.md, .json and -a/-g.png plots") +
-             "; patches/cover-tables.txt for the cover letter's run",
+             kept("bench", "bench-ALLOCS[-quick].md, .json and -a/-g.png "
+                  "plots") + "; with --record, patches/cover-tables.txt for "
+             "the cover letter's run",
              "cold: two kernel builds of 6 to 7 min each plus about a "
              "minute of QEMU; warm (kernels built): about 70 s; --alloc "
              "slub,slab,slob --tests abcdefg: six builds cold, about 16 min "
@@ -248,8 +273,9 @@ def parser() -> argparse.ArgumentParser:
     p = verb("report", "re-render the benchmark's tables",
              "from the last ./bulk bench boot logs of the same --alloc and "
              "--tests; no build, no boot",
-             kept("bench", "bench-ALLOCS.md, .json and plots") +
-             "; patches/cover-tables.txt", "seconds")
+             kept("bench", "bench-ALLOCS[-quick].md, .json and plots") +
+             "; with --record, patches/cover-tables.txt for the cover "
+             "letter's run", "seconds")
     bench_opts(p)
 
     # Working on the series.
@@ -275,10 +301,10 @@ def parser() -> argparse.ArgumentParser:
              "installs the newest linux-source-6.1 (or --to VERSION), "
              "diffs the two bases under mm/, net/ and include/linux/slab.h, "
              "applies the series; then re-exports patches/, records the "
-             "base, builds every patch (bisect --record) and runs the tests",
+             "base, builds every patch (build-each --record) and runs the tests",
              "build/move-base/OLD..NEW.diff; patches/, patches/BASE, "
-             "results/per-patch/bisect.*",
-             "with --check a few minutes; else a bisect and a test run "
+             "results/per-patch/build-each.*",
+             "with --check a few minutes; else a build-each and a test run "
              "(about 1 to 2 h)")
     p.add_argument("--to", metavar="VERSION",
                    help="the Debian version to move to (default: the newest "
@@ -311,12 +337,8 @@ def parser() -> argparse.ArgumentParser:
              "splats", "build/logs/boot-"
              "*.log and .json (and a .decoded.log after a splat)",
              "under a minute (exact mode) with the kernel built")
-    p.add_argument("config", type=config_name,
-                   help="config name (./bulk config --list)")
-    tree_opt(p)
-    mode_opt(p)
+    kernel_opts(p)
     p.add_argument("--load", default="", help="comma-separated module names to load")
-    p.add_argument("--append", default="", help="extra kernel command line")
     p.add_argument("--timeout", type=positive, default=600,
                    help="seconds before the boot counts as hung (default 600)")
     p.add_argument("--shell", action="store_true",
@@ -331,17 +353,13 @@ def parser() -> argparse.ArgumentParser:
              "build/logs/kunit-* (the parsed results); exit status 1 on a "
              "failed case", "a boot: about a minute; ./bulk test's KUnit "
              "runs take about 7 min together")
-    p.add_argument("config", type=config_name,
-                   help="config name (./bulk config --list)")
-    tree_opt(p)
-    mode_opt(p)
-    p.add_argument("--append", default="", help="extra kernel command line")
+    kernel_opts(p)
 
     # Longer runs.
-    p = verb("bisect", "every patch builds: the record test checks",
+    p = verb("build-each", "every patch builds: the record test checks",
              "each patch built in build/bisect/linux on slub, on slab and "
              "slob where it matters, the tip on all and on slub-nodebug",
-             kept("per-patch", "bisect.md and .json"),
+             kept("per-patch", "build-each.md and .json"),
              "warm: 16 to 19 min (105 builds); cold: about an hour")
     record_opt(p)
     p = verb("kunit-each", "the contract suite at every patch",
@@ -349,7 +367,8 @@ def parser() -> argparse.ArgumentParser:
              "slub-debug",
              kept("per-patch", "kunit-each-patch.md (-pFIRST-pLAST with "
                   "--from/--to)"),
-             "warm: about 77 min for 42 patches; --from 31: about 30 min")
+             "warm: about 77 min (42 patches; the series has 43); --from "
+             "31: about 30 min")
     range_opts(p, "run")
     record_opt(p)
     p = verb("bench-each", "the benchmark at every patch that can move it",
@@ -453,9 +472,9 @@ def parser() -> argparse.ArgumentParser:
     tests_opt(p, registry.PROFILE_TESTS, "b")
     p.add_argument("--sizes", default="34,1024",
                    help="comma list of N, the module's sizes (default 34,1024)")
-    p.add_argument("--top", type=positive, default=funcprof.DEFAULT_TOP,
+    p.add_argument("--top", type=positive, default=profile.DEFAULT_TOP,
                    help="functions listed per table (default %d)"
-                   % funcprof.DEFAULT_TOP)
+                   % profile.DEFAULT_TOP)
     record_opt(p)
     p = verb("callers", "the bulk API's callers in the kernel, base vs series",
              "the maple tree (mmap, mprotect, brk), io_uring NOPs and "
@@ -484,6 +503,9 @@ def parser() -> argparse.ArgumentParser:
                    type=names(list(suites.BY_MODULE), "suite", True),
                    help="comma list of %s (default all)"
                    % ",".join(suites.BY_MODULE))
+    p.add_argument("--timeout", type=positive, default=None,
+                   help="seconds before a boot counts as hung (default "
+                   "900; the maple tree's, 1800)")
     record_opt(p)
     p = verb("stack", "stack frames of the bulk paths, base vs series",
              "each function's frame from objdump (the prologue's sub and "
@@ -542,9 +564,10 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "kunit-each": check_range,
     "bench-each": check_bench_each,
     "bench-prev": check_bench_prev,
-    "stress": lambda a: stress.select(a.runs),
+    "stress": stress.check_args,
+    "move-base": movebase.check_args,
     "net": net.validate,
-    "profile": funcprof.check_args,
+    "profile": profile.check_args,
 }
 
 
@@ -557,10 +580,27 @@ def validate(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     try:
         check(args)
     except StageError as e:
-        sub = [a for a in ap._actions
-               if isinstance(a, argparse._SubParsersAction)][0]
-        sub.choices[args.cmd].error(
+        command(ap, args.cmd).error(
             e.msg + ("\n" + e.detail if e.detail else ""))
+
+
+def command(ap: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    """The sub-parser of command @name."""
+    sub = [a for a in ap._actions
+           if isinstance(a, argparse._SubParsersAction)][0]
+    return sub.choices[name]
+
+
+def unrecognized(ap: argparse.ArgumentParser, args: argparse.Namespace,
+                 extra: list[str]) -> NoReturn:
+    """The usage error for arguments the command does not take, with a
+    near miss among its options named."""
+    p = command(ap, args.cmd)
+    given = [a.split("=", 1)[0] for a in extra if a.startswith("-")] or extra
+    options = [o for a in p._actions for o in a.option_strings]
+    near = [registry.closest(g, options) for g in given]
+    p.error("unrecognized arguments: %s%s" % (" ".join(given), "".join(
+        "; did you mean %s?" % n for n in near if n)))
 
 
 def written_since(start: float) -> list[str]:
@@ -575,11 +615,12 @@ def written_since(start: float) -> list[str]:
     return out
 
 
-def bench_json(start: float, rc: int) -> dict[str, Any]:
+def bench_json(args: argparse.Namespace, start: float,
+               rc: int) -> dict[str, Any]:
     """./bulk bench --json: the files written and the report's JSON."""
     files = written_since(start)
-    reports = [f for f in files if f.endswith(".json")
-               and os.path.basename(f).startswith("bench-")]
+    name = bench.report_name(bench.check_args(args)[0], args.quick) + ".json"
+    reports = [f for f in files if os.path.basename(f) == name]
     report = None
     if reports:
         with open(reports[0]) as f:
@@ -604,12 +645,23 @@ def with_json(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
-    obj = summary if args.cmd == "test" else bench_json(start, rc)
+    obj = summary if args.cmd == "test" else bench_json(args, start, rc)
     print(json.dumps(obj, indent=1))
     return rc
 
 
+# The commands that are one module's main(args).
+MAINS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "move-base": movebase.main, "bench-each": bench_each.main,
+    "bench-prev": benchprev.main, "net": net.main, "profile": profile.main,
+    "callers": callers.main, "report": bench.report_main,
+    "suites": suites.main, "stack": stack.main,
+}
+
+
 def dispatch(args: argparse.Namespace) -> int:
+    if args.cmd in MAINS:
+        return MAINS[args.cmd](args)
     if args.cmd == "base":
         if args.record:
             base.record()
@@ -617,8 +669,6 @@ def dispatch(args: argparse.Namespace) -> int:
             base.create(force=args.force)
     elif args.cmd == "tree":
         tree.create(force=args.force)
-    elif args.cmd == "move-base":
-        return movebase.main(args)
     elif args.cmd == "export":
         export.export()
     elif args.cmd == "config":
@@ -644,16 +694,12 @@ def dispatch(args: argparse.Namespace) -> int:
             return 0
         raise StageError("kunit", "%s %s" % (args.config, args.mode),
                          res.log, "\n".join(res.problems))
-    elif args.cmd == "bench-each":
-        return bench_each.main(args)
-    elif args.cmd == "bench-prev":
-        return benchprev.main(args)
-    elif args.cmd == "bisect":
-        return bisectplan.main(args.record)
+    elif args.cmd == "build-each":
+        return build_each.main(args.record)
     elif args.cmd == "kunit-each":
         return 1 if kunit_each.each_patch(args.first, args.last, args.record) else 0
     elif args.cmd == "test":
-        return testcmd.main(args.only, getattr(args, "summary", None))
+        return test.main(args.only, getattr(args, "summary", None))
     elif args.cmd == "stress":
         return stress.soak(args.runs, args.minutes, args.seconds,
                            "./bulk stress --runs %s --minutes %g%s" % (
@@ -666,18 +712,6 @@ def dispatch(args: argparse.Namespace) -> int:
         if rc == 0 and args.costs:
             rc = costs.main(args)
         return rc
-    elif args.cmd == "net":
-        return net.main(args)
-    elif args.cmd == "profile":
-        return funcprof.main(args)
-    elif args.cmd == "callers":
-        return callers.main(args)
-    elif args.cmd == "report":
-        return bench.report_main(args)
-    elif args.cmd == "suites":
-        return suites.main(args)
-    elif args.cmd == "stack":
-        return stack.main(args)
     return 0
 
 
@@ -687,7 +721,9 @@ def on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str]) -> int:
     ap = parser()
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:
+        unrecognized(ap, args, extra)
     validate(ap, args)
     signal.signal(signal.SIGTERM, on_sigterm)
     try:

@@ -13,7 +13,7 @@ locked instructions, cmpxchg16b, and cli, sti, pushf and popf.
 Each timed region (a pair of the module's clock reads) is one line of the
 plugin's output, with its instructions, which in exact mode equal the
 module's clock delta.  The module's R lines are grouped and given their
-phases as ./bulk profile does (funcprof.r_groups()); within a group's
+phases as ./bulk profile does (profile.r_groups()); within a group's
 phases each R line takes the consecutive regions whose instructions sum
 to its cycles= exactly (one region for most variants, one per round for
 those timed per round).  A line no such run of regions matches is shown
@@ -34,7 +34,7 @@ from typing import Any
 import bench
 import benchparse
 import boot
-import funcprof
+import profile
 import kbuild
 import measure
 import record as records
@@ -49,7 +49,7 @@ EVENTS = ("loads", "stores", "lookups",
           "l1d_store_misses", "l2_store_misses", "llc_store_misses",
           "locked", "cmpxchg16b", "cmpxchg16b_locked",
           "cli", "sti", "pushf", "popf")
-TREES = funcprof.TREES
+TREES = profile.TREES
 BOOT_TIMEOUT = 3600
 
 # What each modeled event costs on top of its instructions, in cycles:
@@ -156,7 +156,7 @@ def read_costs(path: str) -> CostCounts:
             nums = [int(p) for p in parts]
             regions.append(Region(nums[0], nums[1],
                                   dict(zip(EVENTS, nums[2:]))))
-    funcprof.check_header(path, header)
+    profile.check_header(path, header)
     if len(caches) != 3 or not addresses or "line" not in header or \
             "virtual_fallbacks" not in header:
         raise ValueError("%s: no cache geometry lines" % path)
@@ -226,7 +226,7 @@ def match_segments(regions: list[Region], records: list[Record]) -> list[
 def measured(console: str, counts: CostCounts) -> list[Measured]:
     """Every R line of the console with its regions' counts summed."""
     out = []
-    for group, first, last in funcprof.r_groups(console, counts.header[
+    for group, first, last in profile.r_groups(console, counts.header[
             "phases"]):
         regions = [r for r in counts.regions if first <= r.phase <= last]
         for rec, seg in zip(group, match_segments(regions, group)):
@@ -249,8 +249,8 @@ def boot_costs(alloc: str, tree: str, letters: str, quick: bool,
                     measure.bench_append(letters, quick), timeout=BOOT_TIMEOUT,
                     tag="costs-" + measure.bench_tag(letters, quick, "exact"),
                     qemu_extra=["-plugin", "%s,out=%s,p=%x" % (
-                        plugin, out_path, funcprof.symbol_address(
-                            system_map, funcprof.PHASE_FUNCTION))])
+                        plugin, out_path, profile.symbol_address(
+                            system_map, profile.PHASE_FUNCTION))])
     assert res is not None
     if not os.path.exists(out_path):
         raise StageError("costs", "the QEMU plugin wrote no counts (%s)"
@@ -387,7 +387,7 @@ def main(args: argparse.Namespace) -> int:
     if not letters:
         say("costs: no exact-mode test among %s; nothing to count" % tests)
         return 0
-    plugin = funcprof.build_plugin(PLUGIN_SRC, PLUGIN, "costs")
+    plugin = profile.build_plugin(PLUGIN_SRC, PLUGIN, "costs")
     runs: dict[str, dict[str, list[Measured]]] = {}
     notes: dict[str, list[str]] = {}
     geometry = ""

@@ -1,4 +1,4 @@
-"""The resumable per-patch loop of ./bulk bisect, kunit-each and bench-each.
+"""The resumable per-patch loop of ./bulk build-each, kunit-each and bench-each.
 
 Each item of a run (a patch, or a build at a patch) has a key: a digest of
 what its outcome depends on, the series up to that patch included, so an
@@ -6,7 +6,7 @@ outcome kept for a series that has changed since is never taken for the
 new one.  Each outcome is saved as it finishes in
 build/results/progress/NAME.json; started again with the same arguments
 after an interruption, the command skips what is done ("resuming: N of M
-done").  The file goes once the command has written its record.
+done").  A run's items go from the file once it has written its record.
 """
 import hashlib
 import json
@@ -43,33 +43,47 @@ def tree_ids(repo: str, step: str, revs: list[str]) -> list[str]:
 class Progress:
     """The outcomes kept of an earlier run of command NAME with the same
     setting (its arguments: another setting starts afresh), for the items
-    of this run's keys."""
+    of this run's keys.  The file keeps other runs' items too (another
+    --from/--to range), until their own run finishes."""
 
     def __init__(self, name: str, setting: str, keys: list[str]):
         self.path = os.path.join(record.SCRATCH, "progress", name + ".json")
         self.setting = setting
+        self.keys = keys
         try:
             with open(self.path) as f:
                 saved = json.load(f)
-            done = saved["done"] if saved["setting"] == setting else {}
-            self.done: dict[str, Any] = {k: done[k] for k in keys if k in done}
+            self.kept: dict[str, Any] = dict(
+                saved["done"] if saved["setting"] == setting else {})
         except (OSError, ValueError, KeyError, TypeError):
-            self.done = {}
+            self.kept = {}
+        self.done: dict[str, Any] = {k: self.kept[k] for k in keys
+                                     if k in self.kept}
         if self.done:
             say("%s: resuming: %d of %d done (%s; delete it to start afresh)"
                 % (name, len(self.done), len(keys), rel(self.path)))
 
     def save(self, key: str, outcome: Any) -> None:
-        self.done[key] = outcome
+        self.done[key] = self.kept[key] = outcome
+        self.write()
+
+    def write(self) -> None:
+        """The file, or none when nothing is kept."""
+        if not self.kept:
+            if os.path.exists(self.path):
+                os.remove(self.path)
+            return
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         with open(self.path + ".tmp", "w") as f:
-            json.dump({"setting": self.setting, "done": self.done}, f, indent=1)
+            json.dump({"setting": self.setting, "done": self.kept}, f, indent=1)
         os.replace(self.path + ".tmp", self.path)
 
     def finish(self) -> None:
-        """The record is written: the next run starts afresh."""
-        if os.path.exists(self.path):
-            os.remove(self.path)
+        """The record is written: this run's items go, the next run of
+        them starts afresh."""
+        for k in self.keys:
+            self.kept.pop(k, None)
+        self.write()
 
 
 def loop(name: str, setting: str, items: list[tuple[str, T]],

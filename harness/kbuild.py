@@ -70,7 +70,7 @@ def check_stamp(config: str, tree_name: str, step: str) -> str:
         config, " --tree " + tree_name if tree_name != "linux" else "")
     if tree_name == "bisect":
         again += (" (./bulk test builds its kernels at the tip in its build and "
-                  "debug steps; ./bulk bisect builds slub, slab, slob and "
+                  "debug steps; ./bulk build-each builds slub, slab, slob and "
                   "slub-nodebug)")
     if have is None:
         raise StageError(step, "no kernel of %s is built from %s at %s: %s"

@@ -104,7 +104,7 @@ TREES = {t.name: t for t in (
     Tree("linux-base", BENCH_BASE_TREE, os.path.join(BUILD, "o"), BUILD,
          "./bulk bench"),
     Tree("bisect", BISECT_TREE, os.path.join(BISECT_ROOT, "o"), BISECT_ROOT,
-         "./bulk bisect"),
+         "./bulk build-each"),
     Tree("prev", PREV_TREE, os.path.join(PREV_ROOT, "o"), PREV_ROOT,
          "./bulk bench-prev"),
 )}

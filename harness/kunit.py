@@ -4,7 +4,7 @@ each module's KTAP output with the kernel's own kunit.py parser.
 The suites are modules (=m in the configs) so that one kernel per config
 serves the boot smoke test, KUnit and the benchmark.  KUNIT_RUNS are the
 runs the test command makes at the tip (on the allocator's test kernel,
-see testcmd.TEST_KERNEL); kunit_each makes some of them, as given, at
+see test.TEST_KERNEL); kunit_each makes some of them, as given, at
 every patch.
 """
 import dataclasses

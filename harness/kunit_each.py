@@ -16,6 +16,7 @@ from typing import Callable
 import each
 import gitrepo
 import kbuild
+import kconfig
 import kunit
 import record as records
 import tree
@@ -150,7 +151,9 @@ def each_patch(first: int = 1, last: int | None = None,
             records.where(record)))
         return table
 
-    setting = "; ".join("%s %s %s" % (r.config, r.mode, r.append) for r in RUNS)
+    # The runs and their configs' fragments (as bisect's keys).
+    setting = "; ".join("%s %s %s %s" % (r.config, kconfig.fragment_digest(
+        r.config), r.mode, r.append) for r in RUNS)
     table = each.loop("kunit-each", setting, list(zip(
         each.tree_ids(TREE, "kunit-each", commits), range(len(commits)))),
         work, write)

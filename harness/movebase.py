@@ -11,22 +11,23 @@ In order, each step stopping the command when it fails:
     apply is named);
  5. with --check, the command ends here and patches/BASE is untouched;
  6. patches/ is re-exported on the new base, patches/BASE records it,
-    ./bulk bisect builds every patch (results/per-patch/bisect.*, the
+    ./bulk build-each builds every patch (results/per-patch/build-each.*, the
     record the test command checks) and the test command runs.
 A failure after step 6 began leaves patches/BASE and patches/ moved (the
 end line says so, and how to go back: git checkout patches/ results/).
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 
 import base
-import bisectplan
+import build_each
 import export
 import gitrepo
 import packages
-import testcmd
+import test
 import tree
 from common import BASE_TAG, BUILD, TREE, StageError, rel, say
 
@@ -65,6 +66,22 @@ def diff_bases(old_dir: str, new_dir: str, out: str) -> tuple[int, list[str]]:
     changed = sum(1 for l in p.stdout.splitlines()
                   if l[:1] in "+-" and not l.startswith(("+++ ", "--- ")))
     return changed, files
+
+
+# A Debian version: [epoch:]upstream[-revision], the upstream a digit first.
+DEBIAN_VERSION = re.compile(r"(\d+:)?\d[A-Za-z0-9.+~-]*")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """--to, before anything runs: a Debian version, not the recorded one."""
+    if args.to is None:
+        return
+    if not DEBIAN_VERSION.fullmatch(args.to):
+        raise StageError("move-base", "--to %s: not a Debian version (such "
+                         "as 6.1.192-3)" % args.to)
+    if args.to == packages.recorded_version():
+        raise StageError("move-base", "--to %s: patches/BASE already records "
+                         "it; nothing to move" % args.to)
 
 
 def target_version(wanted: str | None, served: list[str]) -> str:
@@ -114,8 +131,8 @@ def main(args: argparse.Namespace) -> int:
     export.export()
     base.record()
     say("move-base: patches/ and patches/BASE now on %s; building every "
-        "patch (./bulk bisect --record), then ./bulk test" % new)
-    failed = bisectplan.main(record=True) or testcmd.main("")
+        "patch (./bulk build-each --record), then ./bulk test" % new)
+    failed = build_each.main(record=True) or test.main("")
     if failed:
         say("move-base: FAILED on %s: patches/ and patches/BASE are moved, "
             "the record is not proven; fix the series, or go back with "

@@ -311,12 +311,9 @@ def write_napi(runs: list[NetRun], command: str, rec: bool) -> tuple[str, str]:
 
 
 def stamp_of(d: dict[str, Any]) -> record.Stamp | None:
-    """The stamp a JSON record carries (keys record.Stamp does not know,
-    such as a note, left out); None for a record from before stamps."""
-    if "stamp" not in d:
-        return None
-    return record.Stamp(**{f.name: d["stamp"][f.name]
-                           for f in dataclasses.fields(record.Stamp)})
+    """The stamp a JSON record carries; None for a record from before
+    stamps."""
+    return record.Stamp.from_json(d.get("stamp"))
 
 
 def rerender(rec: bool) -> int:

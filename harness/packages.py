@@ -92,9 +92,25 @@ def source_choice(recorded: Optional[str], installed: Optional[str],
         version = None
     if not recorded:
         return version, None
-    return version, ("BASE DRIFT: Debian no longer serves %s %s (patches/BASE);"
-                     " using %s" % (SOURCE_PACKAGE, recorded,
-                                    version or installed or "nothing"))
+    return version, drift_note(version or installed or "nothing", recorded)
+
+
+def drift_note(installed: str, recorded: str | None) -> str:
+    """The one line that says the installed base is not the recorded one."""
+    return ("BASE DRIFT: installed %s %s, patches/BASE records %s; the series "
+            "is tested on %s (./bulk move-base moves the record)"
+            % (SOURCE_PACKAGE, installed, recorded, installed))
+
+
+# The drift notes said so far: a command says its note once.
+NOTED: list[str] = []
+
+
+def note_drift(note: str) -> None:
+    """Warn of a drift, unless this command already has."""
+    if note not in NOTED:
+        warn(note)
+        NOTED.append(note)
 
 
 def setup() -> None:
@@ -103,13 +119,20 @@ def setup() -> None:
     need = missing()
     recorded = recorded_version()
     installed = installed_versions([SOURCE_PACKAGE]).get(SOURCE_PACKAGE)
+    done = "setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed)
     if not need and (not recorded or installed == recorded):
-        say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
+        say(done)
+        return
+    # A drift with nothing missing: apt-get update only while apt's lists
+    # still name the recorded version.
+    if not need and recorded not in listed_sources():
+        note_drift(drift_note(installed or "nothing", recorded))
+        say(done)
         return
     served = served_sources()
     version, note = source_choice(recorded, installed, served)
     if note:
-        warn(note)
+        note_drift(note)
     want = [p for p in need if p != SOURCE_PACKAGE]
     if version:
         want.append("%s=%s" % (SOURCE_PACKAGE, version))
@@ -117,7 +140,7 @@ def setup() -> None:
         raise StageError("setup", "apt-cache madison %s lists no version"
                          % SOURCE_PACKAGE)
     if not want:
-        say("setup: all packages installed (%s %s)" % (SOURCE_PACKAGE, installed))
+        say(done)
         return
     apt_install(want)
 
@@ -133,5 +156,10 @@ def served_sources(step: str = "setup") -> list[str]:
     """The linux-source-6.1 versions Debian serves now, newest first
     (after apt-get update)."""
     capture(sudo() + ["apt-get", "update", "-q"], step, env=APT_ENV)
+    return listed_sources(step)
+
+
+def listed_sources(step: str = "setup") -> list[str]:
+    """The linux-source-6.1 versions apt's lists name, newest first."""
     return served_versions(capture(["apt-cache", "madison", SOURCE_PACKAGE],
                                    step))

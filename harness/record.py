@@ -4,7 +4,8 @@ Every command that measures writes its records through this module: by
 default under build/results/KIND/ (a scratch copy that never touches the
 committed record), and under results/KIND/ only when the command was given
 --record.  Each record carries a stamp: this repository's commit (with
-'-dirty' when patches/, configs/ or harness/ differ from it), the base it
+'-dirty' when patches/, configs/, harness/ or initramfs/ differ from it),
+the base it
 was measured on (the version patches/BASE records and the one installed),
 the date and the command.
 
@@ -43,17 +44,22 @@ class Stamp:
     base_installed: str
     date: str
     command: str
+    # Set on a stamp written after the run, when the record was committed:
+    # the commit is the one that committed it, measured just before it.
+    note: str = ""
 
     def to_json(self) -> dict[str, str]:
-        return dataclasses.asdict(self)
+        return {k: v for k, v in dataclasses.asdict(self).items()
+                if v or k != "note"}
 
     @classmethod
     def from_json(cls, obj: Any) -> Optional["Stamp"]:
         """A record's stamp as write_json() wrote it (None if it has none):
         a record rendered again keeps what it was measured on."""
         try:
-            return cls(*(str(obj[f.name]) for f in dataclasses.fields(cls)))
-        except (KeyError, TypeError):
+            return cls(**{f.name: str(obj[f.name])
+                          for f in dataclasses.fields(cls) if f.name in obj})
+        except TypeError:
             return None
 
     def markdown(self) -> str:
@@ -61,9 +67,10 @@ class Stamp:
         base = self.base_recorded
         if self.base_installed and self.base_installed != self.base_recorded:
             base += " (measured on %s)" % self.base_installed
-        return ("<!-- stamp -->\n"
-                "Recorded %s at commit `%s`, base linux-source-6.1 %s, "
-                "with `%s`.\n" % (self.date, self.commit, base, self.command))
+        when = ("Committed %s at commit `%s` (measured just before)"
+                if self.note else "Recorded %s at commit `%s`")
+        return ("<!-- stamp -->\n" + when % (self.date, self.commit) +
+                ", base linux-source-6.1 %s, with `%s`.\n" % (base, self.command))
 
 
 def repo_commit() -> str:

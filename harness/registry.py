@@ -56,7 +56,15 @@ def patch_count() -> int:
     return len(gitrepo.patch_files(PATCHES))
 
 
+def closest(word: str, choices: list[str] | tuple[str, ...]) -> str | None:
+    """The one of @choices nearest @word, if one is near: first one with
+    the same letters (slba: slab, not slub)."""
+    close = [c for c in choices if sorted(c) == sorted(word)] or \
+        difflib.get_close_matches(word, list(choices), n=1)
+    return close[0] if close else None
+
+
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...]) -> str:
     """" (did you mean 'x'?)" for a near miss among @choices, else ''."""
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return " (did you mean '%s'?)" % close[0] if close else ""
+    close = closest(word, choices)
+    return " (did you mean '%s'?)" % close if close else ""

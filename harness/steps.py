@@ -87,7 +87,7 @@ def run_step(step: Step) -> tuple[str, str]:
 
 def run_all(steps: list[Step], history: dict[str, float],
             on_result: Callable[[StepResult], None] | None = None) -> list[StepResult]:
-    """Each step in turn; on_result(result) after each (./bulk bisect
+    """Each step in turn; on_result(result) after each (./bulk build-each
     keeps its progress so)."""
     results = []
     for i, step in enumerate(steps, 1):

@@ -9,6 +9,7 @@ A run fails on a failed or missing KUnit case, a splat on the console
 (boot.py's check), an object lost, or fault injection that injected
 nothing when it was asked for.
 """
+import argparse
 import dataclasses
 import math
 import os
@@ -372,6 +373,17 @@ def write_results(results: list[StressResult], command: str,
     return records.write_markdown(path + ".md", render(results, command), st)
 
 
+def check_args(args: argparse.Namespace) -> None:
+    """./bulk stress's arguments, before anything runs."""
+    select(args.runs)
+    if not math.isfinite(args.minutes) or args.minutes <= 0:
+        raise StageError("stress", "--minutes %s: give a number of minutes "
+                         "more than 0" % args.minutes)
+    if args.seconds is not None and not 1 <= args.seconds <= MAX_ROUND_SECONDS:
+        raise StageError("stress", "--seconds %d: give 1 to %d"
+                         % (args.seconds, MAX_ROUND_SECONDS))
+
+
 def select(names: str) -> list[StressRun]:
     """--runs: 'soak' (default), 'test', 'all', or config names."""
     every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS))
@@ -399,14 +411,10 @@ SOAK_ROUNDS = 5
 def soak(names: str, minutes: float, seconds: int | None, command: str,
          build_fn: Callable[[str], object], record: bool = False) -> int:
     """./bulk stress: build, run each run for minutes of host time and
-    write stress.md (results/stress/ when record); 1 if any run failed."""
-    if not math.isfinite(minutes) or minutes <= 0:
-        raise StageError("stress", "--minutes must be a number more than 0")
+    write stress.md (results/stress/ when record); 1 if any run failed.
+    The arguments are check_args()'s."""
     runs = select(names)
     per_round = SOAK_SECONDS if seconds is None else seconds
-    if not 1 <= per_round <= MAX_ROUND_SECONDS:
-        raise StageError("stress", "--seconds must be 1 to %d"
-                         % MAX_ROUND_SECONDS)
     # Short soaks: one round, as long as asked in guest seconds.
     rounds = SOAK_ROUNDS if minutes * 60 >= per_round * SOAK_ROUNDS else 1
     per_round = min(per_round, max(1, round(minutes * 60)))

@@ -237,7 +237,8 @@ BootFn = Callable[..., Optional[boot.BootResult]]
 
 
 def run_boot(config: str, tree: str, b: Boot, mods: list[str], kasan: bool,
-             kunit_py: str, boot_fn: BootFn = boot.boot) -> dict[str, Outcome]:
+             kunit_py: str, boot_fn: BootFn = boot.boot,
+             timeout: Optional[int] = None) -> dict[str, Outcome]:
     """Boot until every module of @mods was loaded once (a module that
     fails to load ends the init's loading); each one's outcome."""
     outcomes: dict[str, Outcome] = {}
@@ -249,7 +250,7 @@ def run_boot(config: str, tree: str, b: Boot, mods: list[str], kasan: bool,
             "=", "") if b.append else "", n)
         res = boot_fn(config, tree, MODE, remaining,
                       cmdline(remaining, b.append, kasan),
-                      timeout=b.timeout, tag=tag, allow_fail=True)
+                      timeout=timeout or b.timeout, tag=tag, allow_fail=True)
         assert res is not None
         with open(res.log, errors="replace") as f:
             text = f.read()
@@ -346,6 +347,7 @@ def markdown(rows: list[Row]) -> str:
 
 
 def run_side(alloc: str, tree: str, only: list[str],
+             timeout: Optional[int] = None,
              build: Callable[[str, str], Any] = kbuild.build,
              boot_fn: BootFn = boot.boot) -> dict[str, dict[str, Outcome]]:
     """Build one allocator's kernel on one tree and run its boots."""
@@ -360,20 +362,23 @@ def run_side(alloc: str, tree: str, only: list[str],
         want = [m for m in b.modules if m in mods]
         if want:
             out.setdefault(b.label, {}).update(run_boot(
-                config, tree, b, want, kasan, kunit_py, boot_fn))
+                config, tree, b, want, kasan, kunit_py, boot_fn, timeout))
     return out
 
 
-def command_line(allocs: list[str], only: list[str]) -> str:
-    return "./bulk suites --alloc %s%s" % (",".join(allocs), "" if set(
-        only) == set(BY_MODULE) else " --suites " + ",".join(only))
+def command_line(allocs: list[str], only: list[str],
+                 timeout: Optional[int] = None) -> str:
+    return "./bulk suites --alloc %s%s%s" % (
+        ",".join(allocs), "" if set(only) == set(BY_MODULE)
+        else " --suites " + ",".join(only),
+        " --timeout %d" % timeout if timeout else "")
 
 
-def write(rows: list[Row], data: dict[str, Any], allocs: list[str],
-          only: list[str], rec: bool) -> tuple[str, str]:
+def write(rows: list[Row], data: dict[str, Any], command: str,
+          allocs: list[str], only: list[str], rec: bool) -> tuple[str, str]:
     """The record, markdown and JSON; (the table, the .md's path)."""
     md = markdown(rows)
-    st = record.stamp(command_line(allocs, only))
+    st = record.stamp(command)
     d = record.folder("suites", rec)
     name = "suites-%s" % "-".join(allocs)
     if set(only) != set(BY_MODULE):
@@ -400,7 +405,8 @@ def main(args: argparse.Namespace) -> int:
         errors: dict[str, str] = {}
         for side, tree in SIDES:
             try:
-                results[side] = run_side(alloc, tree, only)
+                results[side] = run_side(alloc, tree, only,
+                                         getattr(args, "timeout", None))
             except StageError as e:
                 say("suites: %s %s: %s" % (alloc, side, e))
                 errors[side] = "%s: %s" % (e.step, e.msg)
@@ -413,7 +419,8 @@ def main(args: argparse.Namespace) -> int:
                             for label, mods in by.items()}
                         for s, by in results.items()}}
         # After each allocator: an interrupted run keeps what it has.
-        md, path = write(rows, data, allocs, only, rec)
+        md, path = write(rows, data, command_line(
+            allocs, only, getattr(args, "timeout", None)), allocs, only, rec)
     print(md)
     say("suites: %s written; records in %s; done in %dm%02ds" % (
         rel(path), record.where(rec), *divmod(int(time.time() - start), 60)))

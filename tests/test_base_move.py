@@ -9,7 +9,7 @@ import hermetic
 import base
 import movebase
 import packages
-import testcmd
+import test
 from common import TREE, StageError
 from hermetic import git
 
@@ -45,7 +45,10 @@ class Setup(unittest.TestCase):
         with mock.patch.object(packages, "installed_versions",
                                return_value=installed), \
              mock.patch.object(packages, "recorded_version", return_value=OLD), \
-             mock.patch.object(packages, "served_sources", return_value=served), \
+             mock.patch.object(packages, "served_sources",
+                               return_value=served) as self.update, \
+             mock.patch.object(packages, "listed_sources", return_value=served), \
+             mock.patch.object(packages, "NOTED", []), \
              mock.patch.object(packages, "apt_install") as apt, \
              mock.patch.object(packages, "warn") as warn:
             packages.setup()
@@ -66,6 +69,19 @@ class Setup(unittest.TestCase):
         apt.assert_not_called()
         self.assertEqual(len(warn.call_args[0][0].splitlines()), 1)
 
+    def test_drift_without_apt_get_update(self):
+        # apt's lists no longer name the recorded version: no apt-get update
+        self.run_setup(self.everything(NEW), [NEW])
+        self.update.assert_not_called()
+
+    def test_drift_said_once(self):
+        with mock.patch.object(packages, "NOTED", []), \
+             mock.patch.object(packages, "warn") as warn:
+            for _ in range(2):
+                packages.note_drift(packages.drift_note(NEW, OLD))
+        warn.assert_called_once()
+        self.assertNotIn("once it does", warn.call_args[0][0])
+
     def test_nothing_to_do(self):
         apt, warn = self.run_setup(self.everything(OLD), [NEW, OLD])
         apt.assert_not_called()
@@ -79,16 +95,16 @@ class BaseStep(unittest.TestCase):
 
     def test_drifted_version_passes_with_its_note(self):
         with mock.patch.object(base, "check", return_value=self.state(NEW, "bb")):
-            self.assertIn(NEW, testcmd.base_drift())
+            self.assertIn(NEW, test.base_drift())
 
     def test_recorded_version_other_tarball_fails(self):
         with mock.patch.object(base, "check", return_value=self.state(OLD, "bb")):
             with self.assertRaises(StageError):
-                testcmd.base_drift()
+                test.base_drift()
 
     def test_recorded_base_passes_silently(self):
         with mock.patch.object(base, "check", return_value=self.state(OLD, "aa")):
-            self.assertIsNone(testcmd.base_drift())
+            self.assertIsNone(test.base_drift())
 
 
 class MoveBase(unittest.TestCase):

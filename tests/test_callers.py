@@ -225,6 +225,15 @@ class Table(unittest.TestCase):
         self.assertIn("| brk | 2 brk | 100.0 | 90.0 | 0.9000 | 0 / 0 | none |",
                       md)
         self.assertNotIn("Base's counts", md)
+        counts["base"] = {"mmap": {("bulk_alloc", "mas_alloc_nodes"):
+                                   (4000, 36000)},
+                          "kfree_rcu": {("bulk_free", "kfree_rcu_work"):
+                                        (40, 16000)}}
+        md = callers.markdown(runs, counts, "./bulk callers")
+        self.assertIn("Base's counts where they differ", md)
+        self.assertIn("- kfree_rcu: free 0.002 calls x 400 objects "
+                      "(kvfree_rcu: kfree_rcu_work)", md)
+        self.assertNotIn("- mmap:", md)
 
 
 if __name__ == "__main__":

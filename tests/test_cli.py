@@ -22,7 +22,7 @@ from common import StageError
 
 ORDER = ["setup", "test", "bench", "report", "base", "tree", "export",
          "move-base",
-         "config", "build", "boot", "kunit", "bisect", "kunit-each",
+         "config", "build", "boot", "kunit", "build-each", "kunit-each",
          "bench-each", "bench-prev", "stress", "net", "profile"]
 
 
@@ -81,7 +81,7 @@ class Help(unittest.TestCase):
             self.assertRegex(line, r"^    [a-z-]+ +\S", line)
 
     def test_record_on_every_measuring_command(self):
-        for name in ("bench", "report", "bisect", "kunit-each", "bench-each",
+        for name in ("bench", "report", "build-each", "kunit-each", "bench-each",
                      "bench-prev", "stress", "net", "profile"):
             defaults = {"bench-prev": ["--rev", "HEAD"]}.get(name, [])
             args = cli.parser().parse_args([name] + defaults + ["--record"])
@@ -127,6 +127,17 @@ class NearMisses(unittest.TestCase):
                       usage_error(["boot", "slabb"]))
         self.assertIn("did you mean 'kunit'?",
                       usage_error(["test", "--only", "knuit"]))
+        self.assertIn("did you mean 'slab'?",
+                      usage_error(["bench", "--alloc", "slba"]))
+
+    def test_option(self):
+        self.assertIn("unrecognized arguments: --aloc; did you mean --alloc?",
+                      usage_error(["bench", "--aloc", "slub"]))
+
+    def test_given_twice(self):
+        self.assertIn("'slub' given twice",
+                      usage_error(["bench", "--alloc", "slub,slub"]))
+        self.assertIn("'a' given twice", usage_error(["bench", "--tests", "aa"]))
 
 
 class CheckedFirst(unittest.TestCase):
@@ -171,7 +182,10 @@ class CheckedFirst(unittest.TestCase):
                            (["net", "--at", "0"], "--at 0"),
                            (["profile", "--sizes", "0"], "--sizes"),
                            (["config"], "name the config"),
-                           (["boot", "slub", "--timeout", "0"], "--timeout")):
+                           (["boot", "slub", "--timeout", "0"], "--timeout"),
+                           (["stress", "--minutes", "nan"], "--minutes"),
+                           (["stress", "--seconds", "999"], "--seconds"),
+                           (["move-base", "--to", "6.1 x"], "Debian version")):
             self.assertIn(want, usage_error(argv), argv)
 
 
@@ -230,7 +244,7 @@ class Json(unittest.TestCase):
             if summary is not None:
                 summary.update({"passed": 1, "failed": 0})
             return 0
-        with mock.patch.object(cli.testcmd, "main", fake):
+        with mock.patch.object(cli.test, "main", fake):
             rc, out, err = self.run_fds(["test", "--json"])
             self.assertEqual(rc, 0)
             self.assertEqual(json.loads(out), {"passed": 1, "failed": 0})

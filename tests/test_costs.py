@@ -142,7 +142,7 @@ class InstructionClasses(unittest.TestCase):
 
 
 # The module's console: two rows of test b; phase k runs from the k-th
-# module line to the (k+1)-th (funcprof.r_groups()).
+# module line to the (k+1)-th (profile.r_groups()).
 CONSOLE = """\
 [    0.1] slab_bulk_bench: allocator=SLUB tsc_khz=1000000 unit=instructions
 [    0.2] slab_bulk_bench: test b: working set of 16 batches of N outstanding, obj_size=256
@@ -302,7 +302,7 @@ class Plugin(unittest.TestCase):
         for tool in ("gcc", "qemu-system-x86_64"):
             if shutil.which(tool) is None:
                 self.fail("%s not installed: run ./bulk setup" % tool)
-        lib = costs.funcprof.build_plugin(costs.PLUGIN_SRC, costs.PLUGIN,
+        lib = costs.profile.build_plugin(costs.PLUGIN_SRC, costs.PLUGIN,
                                           "costs")
         self.assertTrue(lib.startswith(hermetic.SCRATCH))
         for arg, msg in (("bogus=1", "qemu-cost: unknown argument bogus=1"),

@@ -10,7 +10,7 @@ import unittest
 import hermetic
 import base
 import basetree
-import bisectplan
+import build_each
 import boot
 import export
 import gitrepo
@@ -471,11 +471,11 @@ class KunitStage(unittest.TestCase):
 
 class BisectPlan(unittest.TestCase):
     def test_needs_build(self):
-        self.assertTrue(bisectplan.needs_build("slub", ["Documentation/x.rst"]))
-        self.assertFalse(bisectplan.needs_build("slab", ["mm/slub.c", "MAINTAINERS"]))
-        self.assertTrue(bisectplan.needs_build("slab", ["mm/slab.c"]))
-        self.assertTrue(bisectplan.needs_build("slob", ["mm/slab_common.c"]))
-        self.assertFalse(bisectplan.needs_build("slob", ["mm/slab.c"]))
+        self.assertTrue(build_each.needs_build("slub", ["Documentation/x.rst"]))
+        self.assertFalse(build_each.needs_build("slab", ["mm/slub.c", "MAINTAINERS"]))
+        self.assertTrue(build_each.needs_build("slab", ["mm/slab.c"]))
+        self.assertTrue(build_each.needs_build("slob", ["mm/slab_common.c"]))
+        self.assertFalse(build_each.needs_build("slob", ["mm/slab.c"]))
 
     def test_each_patch_where_it_matters_then_the_tip_per_allocator(self):
         d = os.path.join(hermetic.SCRATCH, "plan")
@@ -485,7 +485,7 @@ class BisectPlan(unittest.TestCase):
             paths.append(os.path.join(d, "%04d-p.patch" % i))
             with open(paths[-1], "w") as fh:
                 fh.write("diff --git a/%s b/%s\n" % (f, f))
-        plan = [(b.config, b.index) for b in bisectplan.plan(paths)]
+        plan = [(b.config, b.index) for b in build_each.plan(paths)]
         self.assertEqual(plan, [("slub", 0), ("slub", 1), ("slub", None),
                                 ("slab", 0), ("slab", None),
                                 ("slob", 0), ("slob", None),

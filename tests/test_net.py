@@ -456,10 +456,14 @@ class Rerender(unittest.TestCase):
         self.assertIn("| base | 1 | 100 | 200 | 2000.0 |",
                       self.read(RESULTS))
 
-    def test_stamp_keys_record_does_not_know_are_left_out(self):
-        record_json(note="committed at this commit; measured just before it")
+    def test_a_backfilled_stamp_keeps_its_note(self):
+        note = "committed at this commit; measured just before it"
+        record_json(note=note)
         net_report.rerender(False)
-        self.assertTrue(self.read(record.SCRATCH).startswith(STAMP.markdown()))
+        md = self.read(record.SCRATCH)
+        self.assertTrue(md.startswith(dataclasses.replace(
+            STAMP, note=note).markdown()), md[:200])
+        self.assertIn("(measured just before)", md)
 
     def test_json_from_before_stamps(self):
         record_json(stamp=False)

@@ -184,5 +184,18 @@ class KunitEach(unittest.TestCase):
                                                      "kunit-each.json")))
 
 
+class ProgressRanges(unittest.TestCase):
+    def test_finish_keeps_other_ranges(self):
+        with mock.patch("each.say"):
+            whole = each.Progress("t", "s", ["a", "b"])
+            whole.save("a", 1)
+            part = each.Progress("t", "s", ["b"])
+            part.save("b", 2)
+            part.finish()
+            self.assertEqual(each.Progress("t", "s", ["a", "b"]).done, {"a": 1})
+            whole.finish()
+        self.assertFalse(os.path.exists(whole.path))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -109,7 +109,7 @@ class Help(unittest.TestCase):
         sub = [a for a in cli.parser()._actions
                if isinstance(a, argparse._SubParsersAction)][0]
         text = sub.choices["test"].format_help()
-        for group in ("setup", "unit", "bisect", "kunit", "bench"):
+        for group in ("setup", "unit", "build-each", "kunit", "bench"):
             self.assertRegex(text, "\n  %s +[a-z]" % group)
 
 

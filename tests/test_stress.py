@@ -1,4 +1,5 @@
 """Unit tests of the stress stage's parsing, fault knobs and report."""
+import argparse
 import unittest
 
 import hermetic  # noqa: F401
@@ -91,14 +92,19 @@ class Arguments(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "alone"):
             stress.select("soak,slob-debug")
 
+    def check(self, minutes, seconds=None):
+        stress.check_args(argparse.Namespace(runs="soak", minutes=minutes,
+                                             seconds=seconds))
+
     def test_minutes_must_be_a_finite_number(self):
-        for bad in (float("nan"), float("inf"), -1.0):
+        for bad in (float("nan"), float("inf"), -1.0, 0):
             with self.assertRaisesRegex(StageError, "minutes"):
-                stress.soak("soak", bad, None, "x", lambda c: None)
+                self.check(bad)
 
     def test_zero_seconds_is_refused_not_defaulted(self):
-        with self.assertRaisesRegex(StageError, "seconds"):
-            stress.soak("soak", 1, 0, "x", lambda c: None)
+        for bad in (0, stress.MAX_ROUND_SECONDS + 1):
+            with self.assertRaisesRegex(StageError, "seconds"):
+                self.check(1, bad)
 
     def test_round_lengths_come_from_the_console(self):
         text = ("[    1.000000]         # Subtest: slab_bulk_stress_round\n"
@@ -135,8 +141,6 @@ class Arguments(unittest.TestCase):
     def test_round_length_is_bounded(self):
         with self.assertRaisesRegex(StageError, "seconds per round"):
             stress.run(stress.TEST_RUNS[0], seconds=stress.MAX_ROUND_SECONDS + 1)
-        with self.assertRaisesRegex(StageError, "minutes"):
-            stress.soak("soak", 0, None, "x", lambda c: None)
 
     def test_exact_mode_is_refused(self):
         with self.assertRaisesRegex(StageError, "several CPUs"):

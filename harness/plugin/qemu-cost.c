@@ -22,6 +22,8 @@
  * icount mode the clock read ends its block, so a region's instructions
  * are those of the blocks that start inside it: from the opening read
  * (left out) to the closing one (counted), as the TSC delta has them.
+ * A block counts when its last instruction starts, or, when QEMU left it
+ * earlier, with the instructions that ran (insns_before()).
  * Memory accesses and flagged instructions count from the instruction
  * after the opening read.  Interrupts taken inside a region count with it.
  *
@@ -100,6 +102,7 @@ struct block {
 	bool kernel;		/* kernel text or modules */
 	bool module;		/* module code */
 	bool phase;		/* the p= function */
+	uint64_t insn_vaddr[];	/* of each instruction */
 };
 
 static const char *out_path;
@@ -119,25 +122,55 @@ static bool timed;		/* inside regions[nr_regions - 1] */
 static unsigned long long clock_reads, virtual_fallbacks;
 static unsigned int cur_phase, nr_vcpus;
 static bool from_module;
-/* The block that ran last, and whether its instructions were counted. */
-static struct block *prev_block;
-static bool prev_counted;
+/*
+ * The block that started last, the region (1-based, 0: none) its
+ * instructions count in, and whether its last instruction started.
+ */
+static struct block *last_block;
+static size_t last_region;
+static bool last_done;
 
 static struct region *cur(void)
 {
 	return &regions[nr_regions - 1];
 }
 
+/*
+ * The instructions of @b that ran when the block after it starts at
+ * @next without @b's last instruction having started: those before @next
+ * when @next lies inside @b (in icount mode an instruction that does I/O
+ * anywhere but at the end of its block makes QEMU stop the block there,
+ * run that instruction alone, with no instruction callbacks, and go on
+ * after it; or @b's last instruction crossed a page, see ran_short());
+ * else an exception left @b, after an instruction not known here: all of
+ * @b counts.
+ */
+static unsigned int insns_before(const struct block *b, uint64_t next)
+{
+	unsigned int i;
+
+	if (next <= b->shape.vaddr || next > b->shape.last_vaddr)
+		return b->shape.insns;
+	for (i = 0; i < b->shape.insns && b->insn_vaddr[i] < next; i++)
+		;
+	return i;
+}
+
 static void block_exec(unsigned int vcpu, void *userdata)
 {
 	struct block *b = userdata;
 
-	if (prev_counted && ran_short(&prev_block->shape, &b->shape))
-		cur()->insns--;
-	prev_block = b;
-	prev_counted = timed;
-	if (timed)
-		cur()->insns += b->shape.insns;
+	if (last_region) {
+		struct region *r = &regions[last_region - 1];
+
+		if (!last_done)
+			r->insns += insns_before(last_block, b->shape.vaddr);
+		else if (ran_short(&last_block->shape, &b->shape))
+			r->insns--;
+	}
+	last_block = b;
+	last_region = timed ? nr_regions : 0;
+	last_done = false;
 	if (!b->kernel)
 		return;
 	if (b->module) {
@@ -147,6 +180,17 @@ static void block_exec(unsigned int vcpu, void *userdata)
 	if (b->phase && from_module)
 		cur_phase++;
 	from_module = false;
+}
+
+/*
+ * A block's instructions count when its last one starts (which may be
+ * after a clock read closed the region: the region is the block's).
+ */
+static void last_insn(unsigned int vcpu, void *userdata)
+{
+	last_done = true;
+	if (last_region)
+		regions[last_region - 1].insns += last_block->shape.insns;
 }
 
 static void clock_read(unsigned int vcpu, void *userdata)
@@ -215,7 +259,7 @@ static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu_index)
 static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	size_t k, n = qemu_plugin_tb_n_insns(tb);
-	struct block *b = calloc(1, sizeof(*b));
+	struct block *b = calloc(1, sizeof(*b) + n * sizeof(b->insn_vaddr[0]));
 
 	if (!b)
 		abort();
@@ -229,6 +273,7 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		size_t len = qemu_plugin_insn_size(insn);
 		enum x86_class c = x86_class(code, len);
 
+		b->insn_vaddr[k] = qemu_plugin_insn_vaddr(insn);
 		if (b->module && is_clock_read(code, len))
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, clock_read, QEMU_PLUGIN_CB_NO_REGS, NULL);
@@ -239,6 +284,9 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		qemu_plugin_register_vcpu_mem_cb(insn, mem_access,
 						 QEMU_PLUGIN_CB_NO_REGS,
 						 QEMU_PLUGIN_MEM_RW, NULL);
+		if (k == n - 1)
+			qemu_plugin_register_vcpu_insn_exec_cb(
+				insn, last_insn, QEMU_PLUGIN_CB_NO_REGS, NULL);
 	}
 	qemu_plugin_register_vcpu_tb_exec_cb(tb, block_exec,
 					     QEMU_PLUGIN_CB_NO_REGS, b);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * qemu-prof: a QEMU TCG plugin for ./bulk profile (harness/funcprof.py).
+ * qemu-prof: a QEMU TCG plugin for ./bulk profile (harness/profile.py).
  *
  * Counts the guest instructions of every translated block that runs while
  * the guest is inside one of the kernel functions named with e=ADDR (the

@@ -14,7 +14,7 @@ import time
 from functools import partial
 
 import base
-import bisectplan
+import build_each
 import boot
 import checkpatch
 import gitrepo
@@ -38,7 +38,7 @@ GROUPS = {
             "version's tarball unchanged (another version: a note)",
     "apply": "the series applies with git am",
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
-    "bisect": "results/per-patch/bisect.json: ./bulk bisect --record built "
+    "build-each": "results/per-patch/build-each.json: ./bulk build-each --record built "
               "every patch of this series, all passed",
     "build": "the tip builds on slub-faults, slab-faults and slob, and on "
              "the configs only KUnit runs boot (slub-stats)",
@@ -52,7 +52,7 @@ SUMMARY = "test.json"
 # Seconds per step over the runs so far (the estimate of the time left).
 TIMES = "test-times.json"
 # The tree whose tip kernels the build and debug steps build, the others boot.
-TESTED = bisectplan.TREE_NAME
+TESTED = build_each.TREE_NAME
 # The kernels the KUnit, boot and bench steps boot for each allocator: the
 # stress runs' (for SLUB and SLAB the benchmark's config with fault
 # injection built in), so that one build per allocator serves them all.
@@ -62,7 +62,7 @@ TESTED = bisectplan.TREE_NAME
 # (debugfs, as the stress runs do, or a task's fail_nth, as the contract
 # suite's slab_bulk_fail_nth case does: it runs on these kernels and is
 # skipped without CONFIG_FAULT_INJECTION).  No test step boots the
-# benchmark's own slub and slab configs; ./bulk bisect builds them at every
+# benchmark's own slub and slab configs; ./bulk build-each builds them at every
 # patch, ./bulk kunit-each boots slub.
 TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob"}
 DEBUG_CONFIGS = ("slub-debug", "slab-debug", "slob-debug")
@@ -114,7 +114,7 @@ class Series:
     def at_tip(self) -> None:
         """The bisect worktree at the tip, whose kernels the build and
         debug steps build and the KUnit, boot, stress and bench steps boot."""
-        bisectplan.at(self.get_commits()[-1])
+        build_each.at(self.get_commits()[-1])
 
 
 def base_tree() -> None:
@@ -219,9 +219,9 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                         checkpatch.selftest))
         out += [Step("checkpatch", os.path.basename(p),
                      partial(checkpatch.checkpatch, p)) for p in patches]
-    if want("bisect"):
-        out.append(Step("bisect", "every patch builds: the record of ./bulk bisect",
-                        partial(bisectplan.check_record, patches)))
+    if want("build-each"):
+        out.append(Step("build-each", "every patch builds: the record of ./bulk build-each",
+                        partial(build_each.check_record, patches)))
     if want("build"):
         out += [Step("build", "%s @ full series" % c, partial(tip_step, c, series))
                 for c in tip_configs()]
@@ -241,7 +241,7 @@ def plan(groups: list[str], cases: kunit.SuiteCounts) -> list[Step]:
                 for r in stress.TEST_RUNS]
     if want("bench"):
         out += [Step("bench", "%s quick run parses" % TEST_KERNEL[c],
-                     partial(bench_step, c, series)) for c in bisectplan.ALLOCATORS]
+                     partial(bench_step, c, series)) for c in build_each.ALLOCATORS]
     return out
 
 

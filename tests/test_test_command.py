@@ -8,12 +8,12 @@ import unittest
 from unittest import mock
 
 import hermetic
-import bisectplan
+import build_each
 import gitrepo
 import kbuild
 import kunit
 import steps
-import testcmd
+import test
 import unitrun
 from common import BISECT_TREE, TREE, Interrupted, StageError
 from fakes import fake_kernel
@@ -32,7 +32,7 @@ class KunitSteps(unittest.TestCase):
     def test_suite_not_in_the_series_is_a_skip(self):
         with mock.patch.object(kunit, "expected_modules", return_value=[]):
             with self.assertRaisesRegex(steps.Skip, "in the series yet"):
-                testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
+                test.kunit_step(kunit.KunitRun("slab", "exact"),
                                    kunit.SuiteCounts(), AtTip())
 
     def test_kernel_not_built_is_a_fail_saying_what_to_run(self):
@@ -40,7 +40,7 @@ class KunitSteps(unittest.TestCase):
                                return_value=["slab_bulk_kunit"]):
             with self.assertRaisesRegex(StageError, "no kernel of slab is "
                                         "built .*: run ./bulk build slab --tree bisect"):
-                testcmd.kunit_step(kunit.KunitRun("slab", "exact"),
+                test.kunit_step(kunit.KunitRun("slab", "exact"),
                                    kunit.SuiteCounts(), AtTip())
 
 
@@ -58,8 +58,8 @@ class Bisect(unittest.TestCase):
         def build(config, tree, label):
             seen.append((config, tree, git(BISECT_TREE, "rev-parse", "HEAD").strip()))
         with mock.patch.object(kbuild, "build", build):
-            bisectplan.build(bisectplan.Build("slub", 0, "p1"), commits)
-            bisectplan.build(bisectplan.Build("slab", None, "full series"), commits)
+            build_each.build(build_each.Build("slub", 0, "p1"), commits)
+            build_each.build(build_each.Build("slab", None, "full series"), commits)
         self.assertEqual(seen, [("slub", "bisect", commits[1]),
                                 ("slab", "bisect", commits[2])])
         self.assertEqual(git(TREE, "rev-parse", "HEAD").strip(), commits[2])
@@ -148,7 +148,7 @@ class Runner(unittest.TestCase):
         self.assertEqual(data["harness_unit_tests"], {"passed": 1, "failed": 0, "skipped": 0})
         self.assertEqual(data["harness_checks"], {"passed": 1, "failed": 0, "skipped": 0})
         self.assertEqual(data["kernel_steps"], {"passed": 1, "failed": 0, "skipped": 0})
-        mypy = [s for s in testcmd.plan(["unit"], kunit.SuiteCounts())
+        mypy = [s for s in test.plan(["unit"], kunit.SuiteCounts())
                 if s.name == steps.MYPY_STEP]
         self.assertEqual([s.group for s in mypy], ["unit"])
 
@@ -183,6 +183,6 @@ class Runner(unittest.TestCase):
         self.assertEqual(after, [])
 
     def test_plan_puts_every_group_in_order(self):
-        todo = testcmd.plan(["kunit", "boot"], kunit.SuiteCounts())
+        todo = test.plan(["kunit", "boot"], kunit.SuiteCounts())
         self.assertEqual([s.group for s in todo],
                          ["kunit"] * len(kunit.KUNIT_RUNS) + ["boot"] * 2)

@@ -323,7 +323,7 @@ def report(alloc: str, cmd: str, sides: dict[str, list[Row]],
           "Instructions per object inside the slab API's entry points, by "
           "the kernel function they ran in (QEMU TCG plugin "
           "`harness/plugin/qemu-prof.c`, exact mode, %s config; see "
-          "harness/funcprof.py). *bulk*: inside kmem_cache_alloc_bulk() and "
+          "harness/profile.py). *bulk*: inside kmem_cache_alloc_bulk() and "
           "kmem_cache_free_bulk(), over the bulk variant's objects; *loop*: "
           "inside kmem_cache_alloc() and kmem_cache_free(), over the loop "
           "variant's; timed regions only. The *benchmark* line is the "

@@ -1,4 +1,4 @@
-"""Unit tests for harness/funcprof.py (./bulk profile) and its QEMU plugin."""
+"""Unit tests for harness/profile.py (./bulk profile) and its QEMU plugin."""
 import argparse
 import collections
 import os
@@ -7,7 +7,7 @@ import subprocess
 import unittest
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
-import funcprof
+import profile
 from common import StageError
 
 # Text symbols of a made-up kernel (System.map order need not be sorted).
@@ -40,7 +40,7 @@ CONSOLE = """\
 def counts(blocks, phases=10):
     """The plugin's output for CONSOLE (10 module lines): @blocks are
     (phase, entry, vaddr, instructions)."""
-    return funcprof.Counts(clock_reads=8, phases=phases, vcpus=1,
+    return profile.Counts(clock_reads=8, phases=phases, vcpus=1,
                            blocks=list(blocks))
 
 
@@ -66,20 +66,20 @@ class Symbols(unittest.TestCase):
             f.write(SYSTEM_MAP)
 
     def test_text_symbols_sorted_and_looked_up(self):
-        addrs, names = funcprof.read_symbols(self.path)
+        addrs, names = profile.read_symbols(self.path)
         self.assertEqual(addrs, sorted(addrs))
         self.assertNotIn("some_data", names)
-        self.assertEqual(funcprof.function_of(addrs, names, 0xffffffff81000345),
+        self.assertEqual(profile.function_of(addrs, names, 0xffffffff81000345),
                          "__slab_free")
-        self.assertEqual(funcprof.function_of(addrs, names, 0xffffffff81000100),
+        self.assertEqual(profile.function_of(addrs, names, 0xffffffff81000100),
                          "kmem_cache_alloc_bulk")
-        self.assertEqual(funcprof.function_of(addrs, names, 0x10), "?")
+        self.assertEqual(profile.function_of(addrs, names, 0x10), "?")
 
     def test_symbol_address_and_missing_symbol(self):
-        self.assertEqual(funcprof.symbol_address(self.path, "_printk"),
+        self.assertEqual(profile.symbol_address(self.path, "_printk"),
                          0xffffffff81000600)
         with self.assertRaisesRegex(StageError, "no text symbol nosuch"):
-            funcprof.symbol_address(self.path, "nosuch")
+            profile.symbol_address(self.path, "nosuch")
 
 
 class Counts(unittest.TestCase):
@@ -93,7 +93,7 @@ class Counts(unittest.TestCase):
 
     def test_lines_give_instructions(self):
         path = self.write(self.HEAD % (4, 1) + "3 1 ffffffff81000100 12 5 2\n")
-        c = funcprof.read_counts(path)
+        c = profile.read_counts(path)
         self.assertEqual((c.clock_reads, c.phases, c.vcpus), (4, 7, 1))
         # 5 runs of 12 instructions, two of them without their last
         self.assertEqual(c.blocks, [(3, 1, 0xffffffff81000100, 58)])
@@ -106,12 +106,12 @@ class Counts(unittest.TestCase):
             with self.subTest(msg=msg):
                 path = self.write(head + "3 1 ffffffff81000100 12 5 0\n")
                 with self.assertRaisesRegex(ValueError, msg):
-                    funcprof.read_counts(path)
+                    profile.read_counts(path)
 
     def test_malformed_line_is_refused(self):
         path = self.write(self.HEAD % (4, 1) + "3 1 ffffffff81000100 12 5\n")
         with self.assertRaisesRegex(ValueError, ":4: not 'PHASE ENTRY"):
-            funcprof.read_counts(path)
+            profile.read_counts(path)
 
 
 class Rows(unittest.TestCase):
@@ -119,7 +119,7 @@ class Rows(unittest.TestCase):
         path = os.path.join(hermetic.SCRATCH, "System.map")
         with open(path, "w") as f:
             f.write(SYSTEM_MAP)
-        self.addrs, self.names = funcprof.read_symbols(path)
+        self.addrs, self.names = profile.read_symbols(path)
 
     def test_rows_take_the_phase_before_their_r_lines(self):
         c = counts([
@@ -135,7 +135,7 @@ class Rows(unittest.TestCase):
             (6, 2, 0xffffffff81000210, 40000),
             (6, 4, 0xffffffff81000510, 200000),
         ])
-        rows = funcprof.rows(CONSOLE, c, self.addrs, self.names)
+        rows = profile.rows(CONSOLE, c, self.addrs, self.names)
         self.assertEqual([(r.test, r.n) for r in rows], [("b", 34), ("b", 34)])
         ws, frag = rows
         self.assertEqual([r.variant for r in ws.variants[True]], ["bulk"])
@@ -151,43 +151,43 @@ class Rows(unittest.TestCase):
 
     def test_entry_out_of_range_is_refused(self):
         with self.assertRaisesRegex(ValueError, "entry 9"):
-            funcprof.rows(CONSOLE, counts([(2, 9, 0xffffffff81000110, 1)]),
+            profile.rows(CONSOLE, counts([(2, 9, 0xffffffff81000110, 1)]),
                           self.addrs, self.names)
 
     def test_row_in_the_phase_its_previous_row_opens(self):
         c = counts([(3, 1, 0xffffffff81000110, 2000),   # skb N=158
                     (5, 2, 0xffffffff81000210, 3000),   # worst order
                     (5, 4, 0xffffffff81000510, 7000)], phases=8)
-        skb, worst = funcprof.rows(CONSOLE_A, c, self.addrs, self.names)
+        skb, worst = profile.rows(CONSOLE_A, c, self.addrs, self.names)
         self.assertEqual(sum(skb.insns[True].values()), 2000)
         self.assertEqual((worst.n, sum(worst.insns[True].values()),
                           sum(worst.insns[False].values())), (64, 3000, 7000))
 
     def test_phases_must_match_the_module_lines(self):
         with self.assertRaisesRegex(ValueError, "saw 9 calls of _printk"):
-            funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1)],
+            profile.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1)],
                                           phases=9), self.addrs, self.names)
 
     def test_a_row_without_calls_is_refused(self):
         with self.assertRaisesRegex(ValueError, "N=34 .*no slab calls"):
-            funcprof.rows(CONSOLE, counts([(6, 2, 0xffffffff81000210, 1)]),
+            profile.rows(CONSOLE, counts([(6, 2, 0xffffffff81000210, 1)]),
                           self.addrs, self.names)
 
     def test_more_than_the_timed_region_is_refused(self):
         with self.assertRaisesRegex(ValueError, "more than the timed "
                                     "region's 110000"):
-            funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110,
+            profile.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110,
                                             110001)]),
                           self.addrs, self.names)
 
     def test_report_per_object_base_vs_series(self):
         def side(scale):
-            return funcprof.rows(CONSOLE, counts([
+            return profile.rows(CONSOLE, counts([
                 (2, 1, 0xffffffff81000110, 30000 * scale),
                 (2, 3, 0xffffffff81000410, 100000),
                 (6, 2, 0xffffffff81000210, 40000 * scale),
                 (6, 4, 0xffffffff81000510, 200000)]), self.addrs, self.names)
-        md, data = funcprof.report("slub", "./bulk profile", {
+        md, data = profile.report("slub", "./bulk profile", {
             "base": side(2), "series": side(1)}, 20)
         self.assertIn("| kmem_cache_alloc_bulk | 60.0 | 30.0 | -30.0 |", md)
         self.assertIn("| *benchmark (timed region, raw)* | 110.0 | 110.0 |", md)
@@ -197,15 +197,15 @@ class Rows(unittest.TestCase):
                                                   "series": 100.0})
 
     def test_report_refuses_different_rows(self):
-        one = funcprof.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1),
+        one = profile.rows(CONSOLE, counts([(2, 1, 0xffffffff81000110, 1),
                                              (6, 2, 0xffffffff81000210, 1)]),
                             self.addrs, self.names)
-        two = funcprof.rows(CONSOLE_A, counts([(3, 1, 0xffffffff81000110, 1),
+        two = profile.rows(CONSOLE_A, counts([(3, 1, 0xffffffff81000110, 1),
                                                (5, 1, 0xffffffff81000110, 1)],
                                               phases=8),
                             self.addrs, self.names)
         with self.assertRaisesRegex(StageError, "different rows"):
-            funcprof.report("slub", "x", {"base": one, "series": two}, 5)
+            profile.report("slub", "x", {"base": one, "series": two}, 5)
 
 
 class Args(unittest.TestCase):
@@ -215,7 +215,7 @@ class Args(unittest.TestCase):
         return argparse.Namespace(**d)
 
     def test_good_arguments(self):
-        self.assertEqual(funcprof.check_args(self.args(tests="ba")),
+        self.assertEqual(profile.check_args(self.args(tests="ba")),
                          ("slub", "ab", [34, 1024]))
 
     def test_bad_arguments_are_named(self):
@@ -227,7 +227,7 @@ class Args(unittest.TestCase):
                         (dict(top=0), "--top takes a positive number")):
             with self.subTest(kw=kw):
                 with self.assertRaisesRegex(StageError, msg):
-                    funcprof.check_args(self.args(**kw))
+                    profile.check_args(self.args(**kw))
 
 
 class Plugin(unittest.TestCase):
@@ -237,7 +237,7 @@ class Plugin(unittest.TestCase):
         for tool in ("gcc", "qemu-system-x86_64"):
             if shutil.which(tool) is None:
                 self.fail("%s not installed: run ./bulk setup" % tool)
-        lib = funcprof.build_plugin()
+        lib = profile.build_plugin()
         self.assertTrue(lib.startswith(hermetic.SCRATCH))
         p = subprocess.run(["qemu-system-x86_64", "-M", "none", "-display",
                             "none", "-monitor", "none", "-serial", "none",

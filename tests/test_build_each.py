@@ -1,4 +1,4 @@
-"""Unit tests for ./bulk bisect's record (harness/bisectplan.py) and the
+"""Unit tests for ./bulk build-each's record (harness/build_each.py) and the
 test command's check of it, stdlib unittest only: a record of the series
 as it stands passes; a changed patch, BASE or fragment, a missing or
 unreadable record and a failed build each fail, saying what to run."""
@@ -9,10 +9,10 @@ import unittest
 from unittest import mock
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
-import bisectplan
+import build_each
 import kconfig
 import record
-import testcmd
+import test
 import tree
 from common import BASE_FILE, PATCHES, RESULTS, StageError
 
@@ -45,15 +45,15 @@ def write_patch(n, path, line, message="message", subject="patch"):
 
 
 def main_with(build, commits=("c1", "c2"), record=True):
-    """bisectplan.main(record) over a tree mocked to be base0 + commits."""
+    """build_each.main(record) over a tree mocked to be base0 + commits."""
     with mock.patch.object(tree, "create"), \
             mock.patch.object(tree, "is_exported_series", return_value=True), \
             mock.patch("gitrepo.git", return_value="base0\n"), \
             mock.patch("gitrepo.commits", return_value=list(commits)), \
-            mock.patch.object(bisectplan, "build", build), \
-            mock.patch.object(bisectplan, "compiler", return_value="gcc (T) 12"), \
+            mock.patch.object(build_each, "build", build), \
+            mock.patch.object(build_each, "compiler", return_value="gcc (T) 12"), \
             mock.patch("sys.stdout"):
-        return bisectplan.main(record)
+        return build_each.main(record)
 
 
 class Record(unittest.TestCase):
@@ -72,46 +72,46 @@ class Record(unittest.TestCase):
         shutil.rmtree(RESULTS, ignore_errors=True)
 
     def record(self, statuses=None):
-        """A record of ./bulk bisect on the current patches/, as main()
+        """A record of ./bulk build-each on the current patches/, as main()
         writes it; statuses: per build, PASS when not given."""
-        builds = bisectplan.plan(self.patches)
+        builds = build_each.plan(self.patches)
         statuses = statuses or ["PASS"] * len(builds)
-        rec = {"command": bisectplan.COMMAND, "date": "2026-11-27 13:00 UTC",
+        rec = {"command": build_each.COMMAND, "date": "2026-11-27 13:00 UTC",
                "seconds": 10, "tip": "f" * 40, "compiler": "gcc (T) 12",
-               "inputs": bisectplan.inputs(self.patches),
-               "results": [{"name": bisectplan.step_name(b), "status": s,
+               "inputs": build_each.inputs(self.patches),
+               "results": [{"name": build_each.step_name(b), "status": s,
                             "detail": "", "seconds": 1.0}
                            for b, s in zip(builds, statuses)],
                "passed": statuses.count("PASS"),
                "failed": statuses.count("FAIL")}
-        os.makedirs(os.path.dirname(bisectplan.RECORD), exist_ok=True)
-        with open(bisectplan.RECORD, "w") as f:
+        os.makedirs(os.path.dirname(build_each.RECORD), exist_ok=True)
+        with open(build_each.RECORD, "w") as f:
             json.dump(rec, f)
 
     def test_a_record_of_this_series_passes(self):
         self.record()
-        detail = bisectplan.check_record(self.patches)
+        detail = build_each.check_record(self.patches)
         self.assertRegex(detail, r"^7 builds passed, recorded 2026-11-27 13:00 UTC at f{12} with gcc \(T\) 12$")
 
     def test_no_record_says_what_to_run(self):
         with self.assertRaisesRegex(StageError, "no record of the every-patch "
-                                    "builds: run ./bulk bisect --record .*commit .*results/per-patch/bisect.json"):
-            bisectplan.check_record(self.patches)
+                                    "builds: run ./bulk build-each --record .*commit .*results/per-patch/build-each.json"):
+            build_each.check_record(self.patches)
 
     def test_an_unreadable_record_fails(self):
-        os.makedirs(os.path.dirname(bisectplan.RECORD), exist_ok=True)
-        with open(bisectplan.RECORD, "w") as f:
+        os.makedirs(os.path.dirname(build_each.RECORD), exist_ok=True)
+        with open(build_each.RECORD, "w") as f:
             f.write("{not json")
-        with self.assertRaisesRegex(StageError, "is not a record of ./bulk bisect"):
-            bisectplan.check_record(self.patches)
+        with self.assertRaisesRegex(StageError, "is not a record of ./bulk build-each"):
+            build_each.check_record(self.patches)
 
     def test_a_changed_patch_fails_naming_it(self):
         self.record()
         write_patch(2, "mm/slub.c", "c")
         with self.assertRaisesRegex(StageError, r"not of this series: 1 patch\(es\) "
                                     r"new or changed since \(0002-mm-patch-2.patch\); "
-                                    "run ./bulk bisect"):
-            bisectplan.check_record(self.patches)
+                                    "run ./bulk build-each"):
+            build_each.check_record(self.patches)
 
     def test_a_new_message_or_subject_alone_needs_no_new_run(self):
         self.record()
@@ -119,23 +119,23 @@ class Record(unittest.TestCase):
         renamed = write_patch(2, "mm/slub.c", "b", message="a better message",
                               subject="better-subject")
         self.assertIn("builds passed",
-                      bisectplan.check_record([self.patches[0], renamed]))
+                      build_each.check_record([self.patches[0], renamed]))
 
     def test_patches_in_another_order_fail(self):
         self.record()
         with self.assertRaisesRegex(StageError, r"2 patch\(es\) new or changed "
                                     r"since \(0002-mm-patch-2.patch, 0001"):
-            bisectplan.check_record(self.patches[::-1])
+            build_each.check_record(self.patches[::-1])
 
     def test_a_dropped_and_a_new_patch_fail(self):
         self.record()
         with self.assertRaisesRegex(StageError, r"1 patch\(es\) recorded that "
                                     "patches/ no longer has"):
-            bisectplan.check_record(self.patches[:1])
+            build_each.check_record(self.patches[:1])
         third = write_patch(3, "mm/slob.c", "d")
         with self.assertRaisesRegex(StageError, r"1 patch\(es\) new or changed "
                                     r"since \(0003-mm-patch-3.patch\)"):
-            bisectplan.check_record(self.patches + [third])
+            build_each.check_record(self.patches + [third])
 
     def test_a_change_after_a_line_like_a_signature_counts(self):
         with open(self.patches[1], "a") as f:
@@ -145,45 +145,45 @@ class Record(unittest.TestCase):
         with open(self.patches[1], "a") as f:
             f.write("+y\n")
         with self.assertRaisesRegex(StageError, "0002-mm-patch-2.patch"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
 
     def test_a_changed_plan_fails(self):
         self.record()
-        with mock.patch.object(bisectplan, "TIP_ONLY", ()):
+        with mock.patch.object(build_each, "TIP_ONLY", ()):
             with self.assertRaisesRegex(StageError, "the planned builds changed"):
-                bisectplan.check_record(self.patches)
+                build_each.check_record(self.patches)
 
     def test_a_record_of_other_builds_fails(self):
         self.record()
-        with open(bisectplan.RECORD) as f:
+        with open(build_each.RECORD) as f:
             rec = json.load(f)
         rec["results"][0]["name"] = "slub @ something else"
-        with open(bisectplan.RECORD, "w") as f:
+        with open(build_each.RECORD, "w") as f:
             json.dump(rec, f)
         with self.assertRaisesRegex(StageError, "records 7 builds, not the 7 planned"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
         rec["results"].pop()
-        with open(bisectplan.RECORD, "w") as f:
+        with open(build_each.RECORD, "w") as f:
             json.dump(rec, f)
         with self.assertRaisesRegex(StageError, "records 6 builds, not the 7 planned"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
 
     def test_a_record_without_results_is_not_a_record(self):
         self.record()
-        with open(bisectplan.RECORD) as f:
+        with open(build_each.RECORD) as f:
             rec = json.load(f)
         del rec["results"]
-        with open(bisectplan.RECORD, "w") as f:
+        with open(build_each.RECORD, "w") as f:
             json.dump(rec, f)
-        with self.assertRaisesRegex(StageError, "is not a record of ./bulk bisect"):
-            bisectplan.check_record(self.patches)
+        with self.assertRaisesRegex(StageError, "is not a record of ./bulk build-each"):
+            build_each.check_record(self.patches)
 
     def test_a_changed_base_fails(self):
         self.record()
         with open(BASE_FILE, "a") as f:
             f.write("TARBALL_SHA256=new\n")
         with self.assertRaisesRegex(StageError, "patches/BASE changed"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
 
     def test_a_changed_fragment_fails(self):
         with mock.patch("kconfig.fragment_digest", lambda c: "old"):
@@ -192,27 +192,27 @@ class Record(unittest.TestCase):
                         lambda c: "new" if c in ("slab", "slub-nodebug") else "old"):
             with self.assertRaisesRegex(StageError, "the fragments of slab, "
                                         "slub-nodebug changed"):
-                bisectplan.check_record(self.patches)
+                build_each.check_record(self.patches)
 
     def test_a_failed_build_fails_naming_it(self):
         self.record(["PASS", "FAIL"] + ["PASS"] * 5)
         with self.assertRaisesRegex(StageError, r"1 of 7 builds failed "
                                     r"\(slub @ full series\)"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
 
     def test_main_writes_a_record_that_the_check_accepts(self):
         built = []
         self.assertEqual(main_with(lambda b, c: built.append((b.config, b.index, c))), 0)
         self.assertEqual(len(built), 7)
         self.assertTrue(all(c == ["base0", "c1", "c2"] for _, _, c in built))
-        self.assertIn("7 builds passed", bisectplan.check_record(self.patches))
-        with open(bisectplan.REPORT) as f:
+        self.assertIn("7 builds passed", build_each.check_record(self.patches))
+        with open(build_each.REPORT) as f:
             self.assertIn("| slub-nodebug @ full series | PASS |", f.read())
 
     def test_main_without_record_writes_the_scratch_copy(self):
         self.assertEqual(main_with(lambda b, c: None, record=False), 0)
-        self.assertFalse(os.path.exists(bisectplan.RECORD))
-        with open(os.path.join(record.SCRATCH, "per-patch", "bisect.json")) as f:
+        self.assertFalse(os.path.exists(build_each.RECORD))
+        with open(os.path.join(record.SCRATCH, "per-patch", "build-each.json")) as f:
             self.assertEqual(json.load(f)["passed"], 7)
 
     def test_an_interrupted_run_resumes_where_it_stopped(self):
@@ -228,7 +228,7 @@ class Record(unittest.TestCase):
             self.assertEqual(main_with(lambda b, c: built.append(b)), 0)
         self.assertIn("resuming: 3 of 7 done", str(said.mock_calls))
         self.assertEqual(len(built), 7)
-        self.assertIn("7 builds passed", bisectplan.check_record(self.patches))
+        self.assertIn("7 builds passed", build_each.check_record(self.patches))
         # Patch 2 changed after an interruption: the builds at patch 1
         # stand, the tip's are done again.
         built.clear()
@@ -239,7 +239,7 @@ class Record(unittest.TestCase):
         with mock.patch("each.say") as said:
             main_with(lambda b, c: built.append(b))
         self.assertIn("resuming: 2 of 7 done", str(said.mock_calls))
-        self.assertEqual([bisectplan.step_name(b) for b in built], [
+        self.assertEqual([build_each.step_name(b) for b in built], [
             "slub @ full series", "slab @ full series",
             "slob @ 0001-mm-patch-1.patch", "slob @ full series",
             "slub-nodebug @ full series"])
@@ -250,7 +250,7 @@ class Record(unittest.TestCase):
                 raise StageError("build", "slab failed", "/x.log")
         self.assertEqual(main_with(build), 1)
         with self.assertRaisesRegex(StageError, r"1 of 7 builds failed \(slab @ full series\)"):
-            bisectplan.check_record(self.patches)
+            build_each.check_record(self.patches)
 
     def test_main_writes_no_record_when_patches_change_during_the_run(self):
         def build(b, commits):
@@ -258,7 +258,7 @@ class Record(unittest.TestCase):
                 write_patch(2, "mm/slub.c", "changed")
         with self.assertRaisesRegex(StageError, "changed during the run: no record"):
             main_with(build)
-        self.assertFalse(os.path.exists(bisectplan.RECORD))
+        self.assertFalse(os.path.exists(build_each.RECORD))
 
     def test_main_refuses_a_tree_that_is_not_the_series(self):
         with self.assertRaisesRegex(StageError, "1 commits over base, "
@@ -267,15 +267,15 @@ class Record(unittest.TestCase):
         with mock.patch.object(tree, "create"), \
                 mock.patch.object(tree, "is_exported_series", return_value=False):
             with self.assertRaisesRegex(StageError, r"not base \+ patches/: run ./bulk tree"):
-                bisectplan.main()
+                build_each.main()
 
 
 class TestPlan(unittest.TestCase):
     def test_the_test_command_checks_the_record_and_builds_the_tip_kernels(self):
         with mock.patch("gitrepo.patch_files", return_value=[]):
-            todo = testcmd.plan(["bisect", "build", "debug"], mock.Mock())
+            todo = test.plan(["build-each", "build", "debug"], mock.Mock())
         self.assertEqual([(s.group, s.name) for s in todo], [
-            ("bisect", "every patch builds: the record of ./bulk bisect"),
+            ("build-each", "every patch builds: the record of ./bulk build-each"),
             ("build", "slub-faults @ full series"),
             ("build", "slab-faults @ full series"),
             ("build", "slob @ full series"),
@@ -286,22 +286,22 @@ class TestPlan(unittest.TestCase):
 
     def test_kunit_boot_and_bench_use_the_tip_kernels_built(self):
         with mock.patch("gitrepo.patch_files", return_value=[]):
-            built = {s.name.split()[0] for s in testcmd.plan(
+            built = {s.name.split()[0] for s in test.plan(
                 ["build", "debug"], mock.Mock())}
-            todo = testcmd.plan(["kunit"], mock.Mock())
+            todo = test.plan(["kunit"], mock.Mock())
         for s in todo:
             self.assertIn(s.name.split()[0], built)
         booted = []
         with mock.patch("boot.boot", lambda c, *a: booted.append(c)):
-            testcmd.boot_step("exact", mock.Mock())
+            test.boot_step("exact", mock.Mock())
         with mock.patch("measure.smoke", lambda c, *a, **k: booted.append(c)), \
                 mock.patch("kconfig.declared_symbols",
-                           return_value={testcmd.measure.BENCH_SYMBOL}):
-            testcmd.bench_step("slab", mock.Mock())
+                           return_value={test.measure.BENCH_SYMBOL}):
+            test.bench_step("slab", mock.Mock())
         self.assertEqual(booted, ["slub-faults", "slab-faults"])
 
     def test_test_kernels_are_the_benchmarks_with_fault_injection(self):
-        for alloc, config in testcmd.TEST_KERNEL.items():
+        for alloc, config in test.TEST_KERNEL.items():
             if alloc == "slob":
                 self.assertEqual(config, "slob")
                 continue

@@ -1,4 +1,4 @@
-"""The every-patch build check (./bulk bisect): every patch builds on SLUB; a
+"""The every-patch build check (./bulk build-each): every patch builds on SLUB; a
 patch touching code shared with SLAB or SLOB builds there too; the full
 series builds on all three, and on SLUB without SLUB_DEBUG.
 
@@ -8,12 +8,12 @@ between runs, so that each build is incremental from the one before.
 
 It is a command of its own, not a step of ./bulk test: about 100 builds,
 about an hour on a cold ccache, which would take the test command far
-past its hour.  It records what it built from in bisect.json (the code of
+past its hour.  It records what it built from in build-each.json (the code of
 every patch, patches/BASE, the config fragments, the planned builds) with
 every build's outcome, under build/results/per-patch/, or results/per-patch/
 with --record; the test command checks that the committed record is of the
 series as it stands and that every build passed (check_record()), so a
-series changed without running ./bulk bisect --record again fails the test.
+series changed without running ./bulk build-each --record again fails the test.
 An interrupted run keeps the builds it finished (each.py).
 """
 import dataclasses
@@ -39,13 +39,13 @@ ALLOCATORS = registry.ALLOCATORS
 # Built at the tip only: SLUB with SLUB_DEBUG off, whose code the series
 # must keep compiling (its #ifdef'd paths).
 TIP_ONLY = ("slub-nodebug",)
-COMMAND = "./bulk bisect"
+COMMAND = "./bulk build-each"
 KIND = "per-patch"
 # The committed record, which the test command checks.
-RECORD = records.committed(KIND, "bisect.json")
-REPORT = records.committed(KIND, "bisect.md")
+RECORD = records.committed(KIND, "build-each.json")
+REPORT = records.committed(KIND, "build-each.md")
 # Seconds per build over the runs so far (the estimate of the time left).
-TIMES = "bisect-times.json"
+TIMES = "build-each-times.json"
 # Files private to one allocator: a patch touching only these (and docs)
 # need not be built on the other allocators' configs.
 PRIVATE = {
@@ -90,8 +90,8 @@ def plan(patches: list[str]) -> list[Build]:
 
 def at(commit: str) -> None:
     """The worktree (made when missing) at commit."""
-    gitrepo.worktree(TREE, BISECT_TREE, "bisect")
-    gitrepo.checkout(BISECT_TREE, commit, "bisect")
+    gitrepo.worktree(TREE, BISECT_TREE, "build-each")
+    gitrepo.checkout(BISECT_TREE, commit, "build-each")
 
 
 def build(b: Build, commits: list[str]) -> None:
@@ -126,7 +126,7 @@ def file_digest(path: str) -> str:
 def compiler() -> str:
     """The first line of gcc --version: the record says what built it."""
     try:
-        return capture(["gcc", "--version"], "bisect").splitlines()[0]
+        return capture(["gcc", "--version"], "build-each").splitlines()[0]
     except (StageError, IndexError):
         return "unknown"
 
@@ -174,8 +174,8 @@ AGAIN = "run %s --record (about an hour on a cold ccache) and commit %s and %s" 
 
 
 def check_record(patches: list[str]) -> str:
-    """The test command's bisect step: RECORD must be a run of
-    ./bulk bisect on the series as patches/ and configs/ hold it, with every
+    """The test command's build-each step: RECORD must be a run of
+    ./bulk build-each on the series as patches/ and configs/ hold it, with every
     planned build passed.  Returns the PASS line's detail."""
     try:
         with open(RECORD) as f:
@@ -186,19 +186,19 @@ def check_record(patches: list[str]) -> str:
         if not isinstance(have, dict) or not isinstance(have.get("builds"), list):
             raise TypeError("no planned builds")
     except FileNotFoundError:
-        raise StageError("bisect", "no record of the every-patch builds: " + AGAIN)
+        raise StageError("build-each", "no record of the every-patch builds: " + AGAIN)
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise StageError("bisect", "%s is not a record of %s (%s): %s" % (
+        raise StageError("build-each", "%s is not a record of %s (%s): %s" % (
             rel(RECORD), COMMAND, e, AGAIN))
     diff = differences(have, inputs(patches))
     if diff:
-        raise StageError("bisect", "%s is not of this series: %s; %s" % (
+        raise StageError("build-each", "%s is not of this series: %s; %s" % (
             rel(RECORD), "; ".join(diff), AGAIN), REPORT)
     if names != have["builds"]:
-        raise StageError("bisect", "%s records %d builds, not the %d planned: %s" % (
+        raise StageError("build-each", "%s records %d builds, not the %d planned: %s" % (
             rel(RECORD), len(names), len(have["builds"]), AGAIN), REPORT)
     if failed:
-        raise StageError("bisect", "the recorded run has %d of %d builds failed "
+        raise StageError("build-each", "the recorded run has %d of %d builds failed "
                          "(%s%s); fix them, then %s" % (
                              len(failed), len(names), ", ".join(failed[:3]),
                              ", ..." if len(failed) > 3 else "", AGAIN), REPORT)
@@ -214,7 +214,7 @@ def markdown(rec: dict[str, Any]) -> str:
            "build/bisect/linux on `slub`, and on `slab` and `slob` where it "
            "touches code they compile; the tip on all three and on "
            "`slub-nodebug` (SLUB_DEBUG off). Tip: %s. The test command "
-           "checks that results/per-patch/bisect.json is of the series as it "
+           "checks that results/per-patch/build-each.json is of the series as it "
            "stands and that every build passed." % (
                COMMAND, rec["date"], rec["seconds"], rec["compiler"], rec["tip"]),
            "", "%d passed, %d failed." % (rec["passed"], rec["failed"]), "",
@@ -237,25 +237,25 @@ def keys(built_from: dict[str, Any], builds: list[Build]) -> list[str]:
 
 
 def main(record: bool = False) -> int:
-    """./bulk bisect: every build of plan(); writes the record and its
+    """./bulk build-each: every build of plan(); writes the record and its
     report (under results/ when record), returns 1 if a build failed."""
     start = time.time()
     tree.create()
     if not tree.is_exported_series():
-        raise StageError("bisect", "build/linux is not base + patches/: run ./bulk tree")
-    commits = [gitrepo.git(TREE, "bisect", "rev-parse", BASE_TAG).strip()]
-    commits += gitrepo.commits(TREE, "bisect")
+        raise StageError("build-each", "build/linux is not base + patches/: run ./bulk tree")
+    commits = [gitrepo.git(TREE, "build-each", "rev-parse", BASE_TAG).strip()]
+    commits += gitrepo.commits(TREE, "build-each")
     patches = gitrepo.patch_files(PATCHES)
     if len(commits) != len(patches) + 1:
-        raise StageError("bisect", "build/linux has %d commits over base, patches/ "
+        raise StageError("build-each", "build/linux has %d commits over base, patches/ "
                          "%d patches: run ./bulk tree" % (len(commits) - 1, len(patches)))
     built_from = inputs(patches)
     builds = plan(patches)
     key = dict(zip(map(step_name, builds), keys(built_from, builds)))
     gcc = compiler()
-    progress = each.Progress("bisect", gcc, list(key.values()))
+    progress = each.Progress("build-each", gcc, list(key.values()))
     kept = sum(r["seconds"] for r in progress.done.values())
-    todo = [steps.Step("bisect", step_name(b), partial(build, b, commits))
+    todo = [steps.Step("build-each", step_name(b), partial(build, b, commits))
             for b in builds if key[step_name(b)] not in progress.done]
     times = log_path(TIMES)
     history = steps.load_history(times)
@@ -267,7 +267,7 @@ def main(record: bool = False) -> int:
     # built, and no record may say it is.
     if (inputs(gitrepo.patch_files(PATCHES)) != built_from or
             not tree.is_exported_series()):
-        raise StageError("bisect", "patches/, patches/BASE, configs/ or "
+        raise StageError("build-each", "patches/, patches/BASE, configs/ or "
                          "build/linux changed during the run: no record "
                          "written; run %s again" % COMMAND)
     c = steps.counts(results)
@@ -281,13 +281,13 @@ def main(record: bool = False) -> int:
         "passed": c["passed"], "failed": c["failed"]}
     out = records.folder(KIND, record)
     st = records.stamp()
-    records.write_json(os.path.join(out, "bisect.json"), rec, st)
-    md = records.write_markdown(os.path.join(out, "bisect.md"), markdown(rec), st)
+    records.write_json(os.path.join(out, "build-each.json"), rec, st)
+    md = records.write_markdown(os.path.join(out, "build-each.md"), markdown(rec), st)
     progress.finish()
-    say("bisect: %d builds, %d passed, %d failed in %dm%02ds; %s, in %s" % (
+    say("build-each: %d builds, %d passed, %d failed in %dm%02ds; %s, in %s" % (
         len(results), c["passed"], c["failed"], *divmod(int(time.time() - start), 60),
         rel(md), records.where(record)))
     if not record:
-        say("bisect: the test command checks %s: run %s --record after "
+        say("build-each: the test command checks %s: run %s --record after "
             "changing the series" % (rel(RECORD), COMMAND))
     return 1 if c["failed"] else 0
