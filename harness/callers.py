@@ -49,13 +49,10 @@ import os
 import re
 import time
 
-import base
 import basetree
 import boot
 import kbuild
-import packages
 import record
-import tree
 from common import StageError, rel, say
 
 KIND = "bench"
@@ -347,10 +344,7 @@ def one_count(tree_name: str, label: str) -> tuple[Counts, str]:
 
 def main(args: argparse.Namespace) -> int:
     start = time.time()
-    packages.setup()
-    base.create()
-    tree.create()
-    basetree.make()
+    basetree.prepare("callers")
     runs: list[Run] = []
     counts: dict[str, Counts] = {}
     count_logs = []

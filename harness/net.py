@@ -47,7 +47,6 @@ import argparse
 import re
 import time
 
-import base
 import basetree
 import gitrepo
 import net_report
@@ -130,14 +129,6 @@ def validate(args: argparse.Namespace) -> list[tuple[int, int]]:
     return parse_napi_cache(args.napi_cache)
 
 
-def require_packages() -> None:
-    """The packages ./bulk setup installs; net installs none itself."""
-    missing = packages.missing()
-    if missing:
-        raise StageError("net", "not installed: %s; run ./bulk setup" %
-                         " ".join(missing))
-
-
 def command_line(args: argparse.Namespace) -> str:
     """The run's options as the record quotes them."""
     return "./bulk net --count %d --runs %d --clone-runs %d --udp-count " \
@@ -155,8 +146,7 @@ def main(args: argparse.Namespace) -> int:
     if args.report:
         return net_report.rerender(rec)
     start = time.time()
-    require_packages()
-    base.create()
+    packages.require("net")
     tree.create()
     if variants:
         return napi_main(args, variants, rec, start)

@@ -385,7 +385,7 @@ class Options(unittest.TestCase):
     def test_main_checks_before_setup_or_trees(self):
         args = cli.parser().parse_args(["net", "--runs", "0"])
         with mock.patch.object(net.packages, "missing") as missing, \
-                mock.patch.object(net.base, "create") as create:
+                mock.patch.object(net.tree, "create") as create:
             with self.assertRaises(StageError):
                 net.main(args)
         missing.assert_not_called()
@@ -398,7 +398,7 @@ class Options(unittest.TestCase):
                 mock.patch.object(net.packages, "missing",
                                   return_value=["qemu-system-x86"]), \
                 mock.patch.object(net.packages, "setup") as setup, \
-                mock.patch.object(net.base, "create") as create:
+                mock.patch.object(net.tree, "create") as create:
             with self.assertRaises(StageError) as cm:
                 net.main(args)
         self.assertIn("qemu-system-x86", str(cm.exception))
