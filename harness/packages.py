@@ -123,9 +123,10 @@ def setup() -> None:
     if not need and (not recorded or installed == recorded):
         say(done)
         return
-    # A drift with nothing missing: apt-get update only while apt's lists
-    # still name the recorded version.
-    if not need and recorded not in listed_sources():
+    # A drift with nothing missing and the newest listed version installed:
+    # apt-get update only while apt's lists still name the recorded one.
+    listed = listed_sources()
+    if not need and recorded not in listed and listed[:1] == [installed]:
         note_drift(drift_note(installed or "nothing", recorded))
         say(done)
         return
