@@ -90,6 +90,11 @@ def repo_commit() -> str:
 
 
 def installed_base() -> str:
+    """The version the trees were unpacked from (build/base.stamp), which
+    is what a run measured; the installed package's without a stamp."""
+    made = os.path.join(BUILD, "base.stamp")
+    if os.path.exists(made):
+        return read_kv(made).get("VERSION", "")
     p = subprocess.run(["dpkg-query", "-W", "-f=${Version}",
                         "linux-source-6.1"], capture_output=True, text=True)
     return p.stdout.strip() if p.returncode == 0 else ""
