@@ -33,9 +33,7 @@ from typing import Any
 
 import bench
 import benchparse
-import boot
 import profile
-import kbuild
 import measure
 import record as records
 from benchparse import Record
@@ -241,27 +239,15 @@ def boot_costs(alloc: str, tree: str, letters: str, quick: bool,
                                                     list[Measured]]:
     """Boot a built kernel with the module and the plugin; its console,
     the plugin's counts (written to @out_path) and the R lines'."""
-    out = kbuild.check_stamp(alloc, tree, "costs")
-    system_map = os.path.join(out, "System.map")
-    if os.path.exists(out_path):
-        os.remove(out_path)
-    res = boot.boot(alloc, tree, "exact", [measure.BENCH_MODULE],
-                    measure.bench_append(letters, quick), timeout=BOOT_TIMEOUT,
-                    tag="costs-" + measure.bench_tag(letters, quick, "exact"),
-                    qemu_extra=["-plugin", "%s,out=%s,p=%x" % (
-                        plugin, out_path, profile.symbol_address(
-                            system_map, profile.PHASE_FUNCTION))])
-    assert res is not None
-    if not os.path.exists(out_path):
-        raise StageError("costs", "the QEMU plugin wrote no counts (%s)"
-                         % rel(out_path), res.log)
-    with open(res.log, errors="replace") as f:
-        console = f.read()
+    console, log = profile.plugin_boot(
+        "costs", alloc, tree, measure.bench_append(letters, quick),
+        "costs-" + measure.bench_tag(letters, quick, "exact"), BOOT_TIMEOUT,
+        plugin, out_path)
     try:
         counts = read_costs(out_path)
         return console, counts, measured(console, counts)
     except ValueError as e:
-        raise StageError("costs", str(e), res.log)
+        raise StageError("costs", str(e), log)
 
 
 def fmt(x: float) -> str:

@@ -281,38 +281,50 @@ def rows(console: str, counts: Counts,
     return out
 
 
+def plugin_boot(step: str, alloc: str, tree: str, append: str, tag: str,
+                timeout: int, plugin: str, out_path: str,
+                args: str = "") -> tuple[str, str]:
+    """Boot @alloc's built kernel in exact mode with the benchmark module
+    under a QEMU plugin (@args, then the phase function p=) that writes
+    @out_path: the console and the boot log's path."""
+    system_map = os.path.join(kbuild.check_stamp(alloc, tree, step),
+                              "System.map")
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    res = boot.boot(alloc, tree, "exact", [measure.BENCH_MODULE], append,
+                    timeout=timeout, tag=tag, qemu_extra=["-plugin", ",".join(
+                        [plugin, "out=" + out_path] + ([args] if args else [])
+                        + ["p=%x" % symbol_address(system_map, PHASE_FUNCTION)])])
+    assert res is not None
+    if not os.path.exists(out_path):
+        raise StageError(step, "the QEMU plugin wrote no counts (%s)"
+                         % rel(out_path), res.log)
+    with open(res.log, errors="replace") as f:
+        return f.read(), res.log
+
+
 def boot_profiled(alloc: str, tree: str, tests: str, sizes: list[int],
                   plugin: str) -> list[Row]:
-    out = kbuild.check_stamp(alloc, tree, "profile")
-    system_map = os.path.join(out, "System.map")
+    system_map = os.path.join(kbuild.check_stamp(alloc, tree, "profile"),
+                              "System.map")
     entries = ",".join("e=%x" % symbol_address(system_map, name)
                        for name, _ in ENTRIES)
     counts = os.path.join(BUILD, "profile", "%s-%s-%s-%s.txt" % (
         tree, alloc, tests, "-".join(map(str, sizes))))
-    if os.path.exists(counts):
-        os.remove(counts)
-    tag = "profile-%s-%s" % (tests, "-".join(map(str, sizes)))
-    res = boot.boot(alloc, tree, "exact", [measure.BENCH_MODULE],
-                    measure.bench_append(tests, False) + " %s.sizes=%s" % (
-                        measure.BENCH_MODULE, ",".join(map(str, sizes))),
-                    timeout=1800, tag=tag,
-                    qemu_extra=["-plugin", "%s,out=%s,%s,p=%x" % (
-                        plugin, counts, entries,
-                        symbol_address(system_map, PHASE_FUNCTION))])
-    assert res is not None
-    if not os.path.exists(counts):
-        raise StageError("profile", "the QEMU plugin wrote no counts (%s)"
-                         % rel(counts), res.log)
-    with open(res.log, errors="replace") as f:
-        console = f.read()
+    console, log = plugin_boot(
+        "profile", alloc, tree,
+        measure.bench_append(tests, False) + " %s.sizes=%s" % (
+            measure.BENCH_MODULE, ",".join(map(str, sizes))),
+        "profile-%s-%s" % (tests, "-".join(map(str, sizes))), 1800, plugin,
+        counts, entries)
     addrs, names = read_symbols(system_map)
     try:
         found = rows(console, read_counts(counts), addrs, names)
     except ValueError as e:
-        raise StageError("profile", str(e), res.log)
+        raise StageError("profile", str(e), log)
     if not found:
         raise StageError("profile", "no rows of tests %s in the console"
-                         % tests, res.log)
+                         % tests, log)
     return found
 
 

@@ -8,6 +8,7 @@ import unittest
 
 import hermetic
 import costs
+import test_profile
 
 PLUGIN_DIR = os.path.join(hermetic.ROOT, "harness", "plugin")
 DRIVER = os.path.join(hermetic.HERE, "cachesim_test.c")
@@ -143,19 +144,7 @@ class InstructionClasses(unittest.TestCase):
 
 # The module's console: two rows of test b; phase k runs from the k-th
 # module line to the (k+1)-th (profile.r_groups()).
-CONSOLE = """\
-[    0.1] slab_bulk_bench: allocator=SLUB tsc_khz=1000000 unit=instructions
-[    0.2] slab_bulk_bench: test b: working set of 16 batches of N outstanding, obj_size=256
-[    0.3] slab_bulk_bench:   34 - 296 instructions - 109 instructions improved 62.9%
-[    0.3] slab_bulk_bench: R test=b variant=fallback n=34 size=256 objs=1000 cycles=300000 empty=9000
-[    0.3] slab_bulk_bench: R test=b variant=bulk n=34 size=256 objs=1000 cycles=110000 empty=9000
-[    0.4] other driver: hello
-[    0.5] slab_bulk_bench: test b: fragmented cache
-[    0.6] slab_bulk_bench:   34 - 248 instructions - 75 instructions improved 69.7%
-[    0.6] slab_bulk_bench: R test=b variant=frag_fallback n=34 size=256 objs=2000 cycles=500000 empty=0
-[    0.6] slab_bulk_bench: R test=b variant=frag_bulk n=34 size=256 objs=2000 cycles=150000 empty=0
-[    0.7] slab_bulk_bench: done
-"""
+CONSOLE = test_profile.CONSOLE
 HEAD = """\
 # clock_reads %d
 # phases 10
