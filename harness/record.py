@@ -5,9 +5,8 @@ default under build/results/KIND/ (a scratch copy that never touches the
 committed record), and under results/KIND/ only when the command was given
 --record.  Each record carries a stamp: this repository's commit (with
 '-dirty' when patches/, configs/, harness/ or initramfs/ differ from it),
-the base it
-was measured on (the version patches/BASE records and the one installed),
-the date and the command.
+the base (the version patches/BASE records, and the one build/linux was
+unpacked from, which the run measured), the date and the command.
 
 KIND is one of KINDS, the folders of results/ (results/README.md is the
 index).

@@ -302,9 +302,7 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 		perror(out_path);
 		return;
 	}
-	fprintf(f, "# clock_reads %llu\n", clock_reads);
-	fprintf(f, "# phases %u\n", cur_phase);
-	fprintf(f, "# vcpus %u\n", nr_vcpus);
+	write_header(f, clock_reads, cur_phase, nr_vcpus);
 	fprintf(f, "# addresses %s\n", virtual_addresses ? "virtual" : "physical");
 	fprintf(f, "# virtual_fallbacks %llu\n", virtual_fallbacks);
 	fprintf(f, "# line %u\n", line_size);

@@ -182,9 +182,7 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 		return;
 	}
 	/* Unpaired clock reads: the counts are not the timed regions'. */
-	fprintf(f, "# clock_reads %llu\n", clock_reads);
-	fprintf(f, "# phases %u\n", cur_phase);
-	fprintf(f, "# vcpus %u\n", nr_vcpus);
+	write_header(f, clock_reads, cur_phase, nr_vcpus);
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		for (c = table[i]; c; c = c->next)
 			fprintf(f, "%u %d %llx %u %llu %llu\n", c->phase,
