@@ -13,7 +13,6 @@ of the run the cover letter quotes also writes its tables to
 patches/cover-tables.txt, which export reads.
 """
 import argparse
-import json
 import os
 import time
 
@@ -28,7 +27,6 @@ import tables
 from benchparse import AllocRuns, Report
 from common import COVER_TABLES, StageError, rel, say
 
-ALLOCATORS = registry.ALLOCATORS
 # Configs --alloc accepts: the allocators and slub's benchmark variants.
 BENCH_CONFIGS = registry.BENCH_CONFIGS
 # The run whose tables the cover letter quotes: all allocators when there
@@ -65,10 +63,9 @@ def report_name(allocs: list[str], quick: bool) -> str:
 
 
 def report(allocs: list[str], tests: str, quick: bool,
-           record: bool = False, again: bool = False) -> None:
+           record: bool = False) -> None:
     """bench-<allocs>[-quick].{md,json} and a PNG per allocator, under
-    results/bench/ when record, else build/results/bench/; @again (./bulk
-    report): rendered again, with the stamp the record has."""
+    results/bench/ when record, else build/results/bench/."""
     out = records.folder(KIND, record)
     name = report_name(allocs, quick)
     command = "./bulk bench --alloc %s --tests %s%s" % (
@@ -91,8 +88,8 @@ def report(allocs: list[str], tests: str, quick: bool,
                 entry.series_exact, entry.series_smp_runs = exact, smp
         data.allocators[alloc] = entry
     md = markdown_report(name, data, allocs, tests, out)
-    st = (kept_stamp(os.path.join(out, name + ".json")) if again
-          else None) or records.stamp()
+    # The figures are parsed from the last boot logs now: a fresh stamp.
+    st = records.stamp()
     records.write_markdown(os.path.join(out, name + ".md"), "\n".join(md), st)
     records.write_json(os.path.join(out, name + ".json"), data.to_json(), st)
     say("report: %s.md, .json and the plots written, in %s" % (
@@ -107,14 +104,6 @@ def report(allocs: list[str], tests: str, quick: bool,
         f.write(render.cover_tables(data))
     say("report: %s written (./bulk export puts it in the cover letter)"
         % rel(COVER_TABLES))
-
-
-def kept_stamp(path: str) -> records.Stamp | None:
-    """The stamp of the record at @path, if it has one."""
-    if not os.path.exists(path):
-        return None
-    with open(path) as f:
-        return records.Stamp.from_json(json.load(f).get("stamp"))
 
 
 def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
@@ -225,5 +214,5 @@ def main(args: argparse.Namespace) -> int:
 
 def report_main(args: argparse.Namespace) -> int:
     allocs, tests = check_args(args)
-    report(allocs, tests, args.quick, args.record, again=True)
+    report(allocs, tests, args.quick, args.record)
     return 0

@@ -43,8 +43,6 @@ from common import BENCH_BASE_TREE, BISECT_TREE, TREE, StageError, rel, say
 
 KIND = "per-patch"
 
-ALLOCS = registry.ALLOCATORS
-DEFAULT_TESTS = registry.DEFAULT_TESTS
 # The tests an allocator's benchmark config runs in exact mode.
 TESTS = registry.EXACT_TESTS
 # Files that never reach a benchmark kernel's image: the KUnit suites and
@@ -405,9 +403,9 @@ def print_message(alloc: str, number: int, first: int = 1,
 
 
 def check_args(args: argparse.Namespace) -> str:
-    if args.alloc not in ALLOCS:
+    if args.alloc not in registry.ALLOCATORS:
         raise StageError("bench-each", "--alloc takes one of %s; got '%s'"
-                         % (", ".join(ALLOCS), args.alloc))
+                         % (", ".join(registry.ALLOCATORS), args.alloc))
     tests = args.tests.replace(",", "")
     if not tests or any(t not in TESTS for t in tests) \
             or len(set(tests)) != len(tests):

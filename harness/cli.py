@@ -520,10 +520,10 @@ def parser() -> argparse.ArgumentParser:
                    type=names(stack.VARIANT_NAMES, "variant", True),
                    help="comma list of %s (default all)"
                    % ",".join(stack.VARIANT_NAMES))
-    p.add_argument("--alloc", default=",".join(stack.ALLOCS),
-                   type=names(stack.ALLOCS, "allocator", True),
+    p.add_argument("--alloc", default=",".join(registry.ALLOCATORS),
+                   type=names(list(registry.ALLOCATORS), "allocator", True),
                    help="comma list of %s (default all)"
-                   % ",".join(stack.ALLOCS))
+                   % ",".join(registry.ALLOCATORS))
     record_opt(p)
     return ap
 

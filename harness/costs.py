@@ -399,13 +399,12 @@ def main(args: argparse.Namespace) -> int:
     cmd = "./bulk bench --alloc %s --tests %s%s --costs" % (
         ",".join(allocs), tests, " --quick" if args.quick else "")
     md, data = report(allocs, cmd, runs, geometry, notes)
-    record = bool(getattr(args, "record", False))
-    name = os.path.join(records.folder("bench", record), "bench-%s%s-costs" % (
-        "-".join(allocs), "-quick" if args.quick else ""))
+    record = args.record
+    name = os.path.join(records.folder("bench", record),
+                        bench.report_name(allocs, args.quick) + "-costs")
     st = records.stamp()
     records.write_json(name + ".json", data, st)
-    if not getattr(args, "json", False):  # --json: stdout is the JSON's
-        print(md)
+    print(md)
     say("costs: wrote %s, in %s" % (rel(records.write_markdown(
         name + ".md", md, st)), records.where(record)))
     return 0

@@ -142,7 +142,7 @@ def command_line(args: argparse.Namespace) -> str:
 
 def main(args: argparse.Namespace) -> int:
     variants = validate(args)
-    rec = getattr(args, "record", False)
+    rec = args.record
     if args.report:
         return net_report.rerender(rec)
     start = time.time()

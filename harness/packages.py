@@ -88,8 +88,6 @@ def source_choice(recorded: Optional[str], installed: Optional[str],
         return (None if installed == recorded else recorded), None
     newest = served[0] if served else None
     version = None if installed and installed == newest else newest
-    if not newest and installed:
-        version = None
     if not recorded:
         return version, None
     return version, drift_note(version or installed or "nothing", recorded)

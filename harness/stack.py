@@ -76,7 +76,10 @@ from typing import Any, Iterable, Optional
 
 import gitrepo
 import kconfig
+import packages
 import record
+import registry
+import tree
 from common import (BASE_TAG, BRANCH, BUILD, TREE, Progress,
                     StageError, capture, log_path, need_tools, rel, say,
                     stream)
@@ -84,7 +87,6 @@ from common import (BASE_TAG, BRANCH, BUILD, TREE, Progress,
 STACK = os.path.join(BUILD, "stack")
 TREES = {"base": BASE_TAG, "series": BRANCH}
 FRAME_LIMIT = 256
-ALLOCS = ("slub", "slab", "slob")
 ALLOC_OBJECT = {"slub": "mm/slub.o", "slab": "mm/slab.o", "slob": "mm/slob.o"}
 COMMON_OBJECTS = ("mm/slab_common.o", "net/core/skbuff.o")
 # The sources whose functions each object's rows are chosen from: its own
@@ -774,11 +776,13 @@ def row_json(r: Row) -> dict[str, Any]:
 def main(args: argparse.Namespace) -> int:
     variants = [v for v in VARIANTS
                 if v.name in pick(args.arch, VARIANT_NAMES, "variant")]
-    allocs = pick(args.alloc, ALLOCS, "allocator")
+    allocs = pick(args.alloc, registry.ALLOCATORS, "allocator")
     tools = ["make", "perl", "ccache", "gcc", "objdump", "tar", "git"]
     for v in variants:
         tools += [v.tool("gcc"), v.tool("objdump")]
     need_tools("stack", sorted(set(tools)))
+    packages.require("stack")
+    tree.create()
     start = time.time()
     st = record.stamp()
     os.makedirs(STACK, exist_ok=True)

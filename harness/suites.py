@@ -392,9 +392,9 @@ def write(rows: list[Row], data: dict[str, Any], command: str,
 
 def main(args: argparse.Namespace) -> int:
     allocs = [a for a in args.alloc.split(",") if a]
-    only = [m for m in getattr(args, "suites", ",".join(BY_MODULE)).split(
+    only = [m for m in args.suites.split(
         ",") if m]
-    rec = getattr(args, "record", False)
+    rec = args.record
     start = time.time()
     basetree.prepare("suites")
     rows: list[Row] = []
@@ -406,7 +406,7 @@ def main(args: argparse.Namespace) -> int:
         for side, tree in SIDES:
             try:
                 results[side] = run_side(alloc, tree, only,
-                                         getattr(args, "timeout", None))
+                                         args.timeout)
             except StageError as e:
                 say("suites: %s %s: %s" % (alloc, side, e))
                 errors[side] = "%s: %s" % (e.step, e.msg)
@@ -420,7 +420,7 @@ def main(args: argparse.Namespace) -> int:
                         for s, by in results.items()}}
         # After each allocator: an interrupted run keeps what it has.
         md, path = write(rows, data, command_line(
-            allocs, only, getattr(args, "timeout", None)), allocs, only, rec)
+            allocs, only, args.timeout), allocs, only, rec)
     print(md)
     say("suites: %s written; records in %s; done in %dm%02ds" % (
         rel(path), record.where(rec), *divmod(int(time.time() - start), 60)))

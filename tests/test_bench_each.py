@@ -10,6 +10,7 @@ import hermetic  # (first: harness on sys.path, scratch build/)
 import bench_each
 import cli
 import record
+import registry
 from benchparse import Record, Run
 from common import StageError
 
@@ -35,7 +36,7 @@ class MovesKernel(unittest.TestCase):
         self.assertFalse(bench_each.moves_kernel("slob", ["mm/slub.c",
                                                           "mm/slab.c"]))
         # Shared files move every allocator.
-        for alloc in bench_each.ALLOCS:
+        for alloc in registry.ALLOCATORS:
             self.assertTrue(bench_each.moves_kernel(alloc, ["mm/slab.h"]))
             self.assertTrue(bench_each.moves_kernel(alloc, ["net/core/skbuff.c"]))
 
