@@ -201,6 +201,13 @@ def parser() -> argparse.ArgumentParser:
                            "comma list of" if many else "one of",
                            ",".join(allowed), registry.DEFAULT_ALLOC))
 
+    def all_opt(p: argparse.ArgumentParser, opt: str, allowed: list[str],
+                what: str) -> None:
+        """An option taking a comma list of @allowed, all by default."""
+        p.add_argument(opt, default=",".join(allowed),
+                       type=names(allowed, what, True),
+                       help="comma list of %s (default all)" % ",".join(allowed))
+
     def tests_opt(p: argparse.ArgumentParser, allowed: str,
                   default: str) -> None:
         p.add_argument("--tests", default=default, type=letters(allowed),
@@ -495,14 +502,8 @@ def parser() -> argparse.ArgumentParser:
              kept("suites", "suites-ALLOCS.md and .json"),
              "about 1 h for the three allocators on 2 cores, most of it "
              "six kernel builds (KASAN on SLUB and SLAB)")
-    p.add_argument("--alloc", default=",".join(suites.ALLOCS),
-                   type=names(list(suites.ALLOCS), "allocator", True),
-                   help="comma list of %s (default all)"
-                   % ",".join(suites.ALLOCS))
-    p.add_argument("--suites", default=",".join(suites.BY_MODULE),
-                   type=names(list(suites.BY_MODULE), "suite", True),
-                   help="comma list of %s (default all)"
-                   % ",".join(suites.BY_MODULE))
+    all_opt(p, "--alloc", list(suites.ALLOCS), "allocator")
+    all_opt(p, "--suites", list(suites.BY_MODULE), "suite")
     p.add_argument("--timeout", type=positive, default=None,
                    help="seconds before a boot counts as hung (default "
                    "900; the maple tree's, 1800)")
@@ -516,14 +517,8 @@ def parser() -> argparse.ArgumentParser:
              "SLOB, in build/stack/",
              kept("bench", "stack.md and .json"),
              "about 25 min cold on 2 cores (24 small builds), a minute warm")
-    p.add_argument("--arch", default=",".join(stack.VARIANT_NAMES),
-                   type=names(stack.VARIANT_NAMES, "variant", True),
-                   help="comma list of %s (default all)"
-                   % ",".join(stack.VARIANT_NAMES))
-    p.add_argument("--alloc", default=",".join(registry.ALLOCATORS),
-                   type=names(list(registry.ALLOCATORS), "allocator", True),
-                   help="comma list of %s (default all)"
-                   % ",".join(registry.ALLOCATORS))
+    all_opt(p, "--arch", list(stack.VARIANT_NAMES), "variant")
+    all_opt(p, "--alloc", list(registry.ALLOCATORS), "allocator")
     record_opt(p)
     return ap
 
