@@ -16,6 +16,8 @@ import argparse
 import os
 import time
 
+import arch
+import archcmp
 import basetree
 import boot
 import kbuild
@@ -33,14 +35,33 @@ BENCH_CONFIGS = registry.BENCH_CONFIGS
 # is such a run, else SLUB's default run.
 COVER_RUNS = ("bench-slub-slab-slob", "bench-slub")
 KIND = "bench"
+# What an arm64 report's figures are (--arch arm64).
+ARM64_NOTE = (
+    "**arm64** (`--arch arm64`): QEMU `-M virt -cpu max,cntfrq=%d`, "
+    "the same exact mode. The module has no TSC there and times with "
+    "`ktime_get_ns()`, which reads the generic timer's counter (CNTVCT); "
+    "at %d Hz a tick is 1 ns of virtual time, and under `-icount "
+    "shift=0` a nanosecond is one instruction, so the figures are "
+    "instructions per object as on x86-64, to one instruction (at QEMU's "
+    "default 62.5 MHz a tick would be 16 instructions). Each clock read "
+    "costs more instructions than x86's `rdtsc`; like the loop, it is in "
+    "the raw figure." % (arch.ARM64_CNTFRQ, arch.ARM64_CNTFRQ))
 
 
 def check_args(args: argparse.Namespace) -> tuple[list[str], str]:
+    """The configs (with --arch arm64, the allocators' NAME-arm64) and
+    the test letters."""
     allocs = [a for a in args.alloc.split(",") if a]
-    bad = [a for a in allocs if a not in BENCH_CONFIGS]
+    target = arch.get(args.arch)
+    known = BENCH_CONFIGS if target == arch.X86_64 else [
+        a for a in registry.ALLOCATORS if a in arch.ARM64_CONFIGS]
+    bad = [a for a in allocs if a not in known]
     if bad or not allocs:
-        raise StageError("bench", "--alloc takes a comma list of %s; got '%s'"
-                         % (",".join(BENCH_CONFIGS), args.alloc))
+        raise StageError("bench", "--alloc takes a comma list of %s%s; got "
+                         "'%s'" % (",".join(known), "" if target == arch.X86_64
+                                   else " with --arch " + target.name,
+                                   args.alloc))
+    allocs = [target.config(a) for a in allocs]
     tests = args.tests.replace(",", "")
     if not tests or any(t not in tables.TESTS for t in tests) \
             or len(set(tests)) != len(tests):
@@ -58,8 +79,23 @@ def is_cover_run(name: str) -> bool:
 
 
 def report_name(allocs: list[str], quick: bool) -> str:
-    """bench-ALLOCS[-quick]: the report's files, less their suffix."""
-    return "bench-%s%s" % ("-".join(allocs), "-quick" if quick else "")
+    """bench-ALLOCS[-quick]: the report's files, less their suffix
+    (bench-arm64-ALLOCS for NAME-arm64 configs)."""
+    target = arch.of_config(allocs[0])
+    names = [a[:len(a) - len(target.suffix)] for a in allocs]
+    return "bench-%s%s%s" % ("" if target == arch.X86_64 else
+                             target.name + "-", "-".join(names),
+                             "-quick" if quick else "")
+
+
+def bench_command(allocs: list[str], tests: str, quick: bool) -> str:
+    """The ./bulk bench command line of a run of these configs (NAME-arm64
+    ones: --arch arm64 --alloc NAME)."""
+    target = arch.of_config(allocs[0])
+    return "./bulk bench%s --alloc %s --tests %s%s" % (
+        "" if target == arch.X86_64 else " --arch " + target.name,
+        ",".join(a[:len(a) - len(target.suffix)] for a in allocs), tests,
+        " --quick" if quick else "")
 
 
 def report(allocs: list[str], tests: str, quick: bool,
@@ -68,8 +104,7 @@ def report(allocs: list[str], tests: str, quick: bool,
     results/bench/ when record, else build/results/bench/."""
     out = records.folder(KIND, record)
     name = report_name(allocs, quick)
-    command = "./bulk bench --alloc %s --tests %s%s" % (
-        ",".join(allocs), tests, " --quick" if quick else "")
+    command = bench_command(allocs, tests, quick)
     data = Report(command)
     for alloc in allocs:
         entry = AllocRuns()
@@ -128,10 +163,18 @@ def markdown_report(name: str, data: Report, allocs: list[str], tests: str,
           "table has one loop column, is the base kernel's); series/base "
           "and series/loop (the series' bulk call against the series' own "
           "loop) below 1 is better." % measure.SMP_RUNS, ""]
+    if arch.of_config(allocs[0]) == arch.ARM64:
+        md += [ARM64_NOTE, ""]
     for alloc in allocs:
         plot = (os.path.join(plot_dir, "%s-%s-a.png" % (name, alloc))
                 if plot_dir is not None else None)
         md += alloc_tables(alloc, tests, data.allocators[alloc], plot)
+    target = arch.of_config(allocs[0])
+    if target != arch.X86_64:
+        for alloc in allocs:
+            md += archcmp.markdown(alloc[:len(alloc) - len(target.suffix)],
+                                   tests, data.allocators[alloc].exact(alloc))
+            print("\n".join(md[-1:]))
     return md
 
 

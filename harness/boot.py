@@ -13,6 +13,10 @@ any kernel splat in it fails the boot and is quoted, and the log is run
 through the kernel's scripts/decode_stacktrace.sh.  --shell adds a static
 busybox and gives its shell on the console once the modules are loaded;
 --gdb waits for gdb on QEMU's gdbstub (tcp::1234).
+
+A config's architecture (arch.of_config: NAME-arm64 is arm64) picks QEMU
+(qemu-system-aarch64 -M virt for arm64), the image, the console and the
+init's compiler (a static aarch64-linux-gnu-gcc build there).
 """
 import dataclasses
 import json
@@ -21,6 +25,7 @@ import re
 import subprocess
 from typing import Sequence
 
+import arch
 import kbuild
 import kconfig
 from common import (BUILD, REPO, Progress, StageError, log_path, need_tools, rel,
@@ -117,20 +122,28 @@ def logged_status(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def build_init(shell: bool) -> str:
+def init_binary(shell: bool, a: arch.Arch = arch.X86_64) -> str:
+    """Where the init of @a is built (x86-64's at INIT_BIN)."""
+    binary = INIT_BIN + "-shell" if shell else INIT_BIN
+    return binary + ("" if a == arch.X86_64 else "-" + a.name)
+
+
+def build_init(shell: bool, a: arch.Arch = arch.X86_64) -> str:
     """The static init; for --shell, built with -DHARNESS_SHELL (the init
     of every other boot stays the same program)."""
-    need_tools("boot", ["gcc"])
-    binary = INIT_BIN + "-shell" if shell else INIT_BIN
+    gcc = a.tool("gcc")
+    need_tools("boot", [gcc])
+    binary = init_binary(shell, a)
     os.makedirs(os.path.dirname(binary), exist_ok=True)
     if (not os.path.exists(binary)
             or os.path.getmtime(binary) < os.path.getmtime(INIT_SRC)):
-        p = subprocess.run(["gcc", "-static", "-Os", "-Wall", "-Werror"]
+        p = subprocess.run([gcc, "-static", "-Os", "-Wall", "-Werror"]
                            + (["-DHARNESS_SHELL"] if shell else [])
                            + ["-o", binary, INIT_SRC], capture_output=True, text=True)
         if p.returncode != 0:
             raise StageError("boot", "compiling initramfs/init.c failed "
-                             "(static libc from libc6-dev needed)",
+                             "(static libc from libc6-dev needed; for "
+                             "arm64 libc6-dev-arm64-cross)",
                              detail=p.stderr)
     return binary
 
@@ -161,11 +174,11 @@ def find_modules(out: str, names: Sequence[str]) -> list[str]:
 
 
 def make_initramfs(out: str, modules: Sequence[str], tag: str,
-                   shell: bool = False) -> str:
+                   shell: bool = False, a: arch.Arch = arch.X86_64) -> str:
     gen = os.path.join(out, "usr", "gen_init_cpio")
     if not os.path.exists(gen):
         raise StageError("boot", "%s missing: build the kernel first" % gen)
-    init = build_init(shell)
+    init = build_init(shell, a)
     lines = ["dir /dev 0755 0 0", "nod /dev/console 0600 0 0 c 5 1",
              "dir /proc 0755 0 0", "dir /sys 0755 0 0", "dir /lib 0755 0 0",
              "dir /lib/modules 0755 0 0", "file /init %s 0755 0 0" % init]
@@ -202,10 +215,11 @@ QEMU_SEED = "1"
 RNG_CMDLINE = "random.trust_cpu=on"
 
 
-def kernel_cmdline(load: Sequence[str] = (), append: str = "") -> str:
+def kernel_cmdline(load: Sequence[str] = (), append: str = "",
+                   console: str = arch.X86_64.console) -> str:
     """The guest kernel's command line: console, RNG, modules to load."""
-    return ("console=ttyS0 panic=-1 nokaslr %s harness.load=%s %s" % (
-        RNG_CMDLINE, ",".join(load), append)).strip()
+    return ("console=%s panic=-1 nokaslr %s harness.load=%s %s" % (
+        console, RNG_CMDLINE, ",".join(load), append)).strip()
 
 
 # The network runs' NIC: virtio-net on a hub port whose hub has one other
@@ -223,13 +237,18 @@ def has_nic(config: str) -> bool:
 
 
 def qemu_cmd(kernel: str, initrd: str, mode: str, cmdline: str,
-             mem: str = "1G", nic: bool = False) -> list[str]:
-    return (["qemu-system-x86_64", "-cpu", "max", "-seed", QEMU_SEED, "-m", mem,
-             "-display", "none", "-serial", "stdio", "-monitor", "none",
-             "-no-reboot", "-device",
-             "isa-debug-exit,iobase=%s,iosize=0x04" % EXIT_PORT,
-             "-kernel", kernel, "-initrd", initrd, "-append", cmdline]
-            + MODES[mode] + (NIC if nic else []))
+             mem: str = "1G", nic: bool = False,
+             a: arch.Arch = arch.X86_64) -> list[str]:
+    """x86-64's init ends QEMU through isa-debug-exit; arm64's reboots,
+    which -no-reboot makes an exit (status from the console)."""
+    exit_dev = (["-device", "isa-debug-exit,iobase=%s,iosize=0x04" % EXIT_PORT]
+                if a == arch.X86_64 else [])
+    return ([a.qemu] + list(a.machine) + [
+        "-seed", QEMU_SEED, "-m", mem,
+        "-display", "none", "-serial", "stdio", "-monitor", "none",
+        "-no-reboot"] + exit_dev +
+        ["-kernel", kernel, "-initrd", initrd, "-append", cmdline]
+        + MODES[mode] + (NIC if nic else []))
 
 
 def log_file(tree: str, config: str, tag: str) -> str:
@@ -334,14 +353,18 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     if mode not in MODES:
         raise StageError("boot", "unknown mode '%s' (%s)" % (
             mode, ", ".join(MODES)))
-    need_tools("boot", ["qemu-system-x86_64"])
+    a = arch.of_config(config)
+    if shell and a != arch.X86_64:
+        raise StageError("boot", "--shell packs the host's busybox: x86-64 "
+                         "kernels only")
+    need_tools("boot", [a.qemu])
     out = kbuild.check_stamp(config, tree, "boot")
     src = kconfig.tree(tree).src
-    kernel = os.path.join(out, "arch", "x86", "boot", "bzImage")
+    kernel = os.path.join(out, a.image_path)
     tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
-    cpio = make_initramfs(out, load, tag, shell)
-    cmd = qemu_cmd(kernel, cpio, mode, kernel_cmdline(load, append),
-                   nic=has_nic(config)) + list(qemu_extra)
+    cpio = make_initramfs(out, load, tag, shell, a)
+    cmd = qemu_cmd(kernel, cpio, mode, kernel_cmdline(load, append, a.console),
+                   nic=has_nic(config), a=a) + list(qemu_extra)
     if shell or gdb:
         interactive(cmd, gdb, out)
         return None

@@ -41,6 +41,12 @@ with the return address and the object count, summed by hist triggers
 keyed on the caller.  The init prints the hist files before and after
 each timed loop; the difference is what the loop did.  That kernel's
 ticks are not used (the probes cost instructions).
+
+With --arch arm64 the same runs on arm64 kernels (slub-callers-arm64 and
+slub-callers-count-arm64, QEMU virt): the init reads the generic timer's
+counter, which ticks once per instruction there (arch.py), and the probes
+read the object count and the return address from arm64's registers.
+The record is callers-arm64.
 """
 import argparse
 import dataclasses
@@ -49,6 +55,7 @@ import os
 import re
 import time
 
+import arch
 import basetree
 import boot
 import kbuild
@@ -101,6 +108,14 @@ TRACING = "/sys/kernel/debug/tracing"
 # kprobe event -> (function, register of its object count).
 PROBES = {"bulk_alloc": ("kmem_cache_alloc_bulk", "%dx"),
           "bulk_free": ("kmem_cache_free_bulk", "%si")}
+# Per architecture: the registers of the object counts (the third and the
+# second argument), and where the return address is at the function's
+# entry (x86-64: the top of the stack; arm64: the link register).
+ARCH_PROBES = {
+    "x86_64": (PROBES, "$stack0"),
+    "arm64": ({"bulk_alloc": ("kmem_cache_alloc_bulk", "%x2"),
+               "bulk_free": ("kmem_cache_free_bulk", "%x1")}, "%lr"),
+}
 TIMING_RE = re.compile(r"^harness: callers name=(\S+) count=(\d+) tsc=(\d+)$",
                        re.M)
 SNAP_RE = re.compile(r"^harness: callers snap (\S+) (before|after) "
@@ -120,16 +135,18 @@ def spec(workloads: tuple[Workload, ...] = WORKLOADS) -> str:
     return ",".join("%s:%d" % (w.name, w.count) for w in workloads)
 
 
-def append(count: bool = False) -> str:
+def append(count: bool = False, a: arch.Arch = arch.X86_64) -> str:
     """The command line for the workloads; with count, the kprobe events
     and hist triggers first, and their hist files around each loop."""
     words = []
     if count:
-        # The probe's fields: the return address (the top of the stack at
-        # the function's entry) and the object count (its size argument).
-        words += ["harness.write=%s/kprobe_events:p:%s %s caller=$stack0:x64 "
-                  "size=%s:u64" % (TRACING, event, func, reg)
-                  for event, (func, reg) in PROBES.items()]
+        # The probe's fields: the return address (the top of the stack or
+        # the link register at the function's entry) and the object count
+        # (its size argument).
+        probes, ret = ARCH_PROBES[a.name]
+        words += ["harness.write=%s/kprobe_events:p:%s %s caller=%s:x64 "
+                  "size=%s:u64" % (TRACING, event, func, ret, reg)
+                  for event, (func, reg) in probes.items()]
         words += ["harness.write=%s/events/kprobes/%s/trigger:hist:"
                   "keys=caller.sym-offset:vals=size" % (TRACING, event)
                   for event in PROBES]
@@ -265,7 +282,7 @@ def spread(runs: list[Run], name: str) -> int:
 
 
 def markdown(runs: list[Run], counts: dict[str, Counts],
-             command: str) -> str:
+             command: str, a: arch.Arch = arch.X86_64) -> str:
     """The table (first run of each kernel), then what each workload is."""
     by_label: dict[str, list[Run]] = {}
     for r in runs:
@@ -273,8 +290,8 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
     base_runs, series_runs = by_label["base"], by_label["series"]
     md = ["# Where the bulk API really runs: its callers in the kernel",
           "",
-          "`%s`: SLUB, base (build/linux-base) and series, configs %s; "
-          "exact mode, instructions (TSC ticks) per unit; each kernel "
+          "`%s`: SLUB%s, base (build/linux-base) and series, configs %s; "
+          "exact mode, instructions (%s) per unit; each kernel "
           "booted %d times (*runs differ*: largest difference between "
           "its runs, in ticks over the whole loop).  Bulk calls and objects "
           "per unit from one boot of %s (kprobe events, hist triggers); "
@@ -284,7 +301,11 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
           "kfree_rcu_work() in a kworker; the objects a loop's batches "
           "free per unit fall short of one by the batch still pending "
           "when it ends)." % (
-              command, CONFIG, len(series_runs), COUNT_CONFIG,
+              command, "" if a == arch.X86_64 else " on " + a.name,
+              a.config(CONFIG), "TSC ticks" if a == arch.X86_64 else
+              "ticks of the generic timer's counter at 1 GHz, one per "
+              "instruction under -icount shift=0",
+              len(series_runs), a.config(COUNT_CONFIG),
               "" if not counts else
               (", base the same" if counts.get("base") == counts.get("series")
                else ", base's where they differ below")),
@@ -318,8 +339,9 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
     return "\n".join(md) + "\n"
 
 
-def one(tree_name: str, label: str, run: int) -> Run:
-    res = boot.boot(CONFIG, tree_name, "exact", [], append(), 900,
+def one(tree_name: str, label: str, run: int,
+        a: arch.Arch = arch.X86_64) -> Run:
+    res = boot.boot(a.config(CONFIG), tree_name, "exact", [], append(), 900,
                     tag="callers-run%d" % run)
     assert res is not None
     with open(res.log, errors="replace") as f:
@@ -330,8 +352,10 @@ def one(tree_name: str, label: str, run: int) -> Run:
     return r
 
 
-def one_count(tree_name: str, label: str) -> tuple[Counts, str]:
-    res = boot.boot(COUNT_CONFIG, tree_name, "exact", [], append(True), 900,
+def one_count(tree_name: str, label: str,
+              a: arch.Arch = arch.X86_64) -> tuple[Counts, str]:
+    res = boot.boot(a.config(COUNT_CONFIG), tree_name, "exact", [],
+                    append(True, a), 900,
                     tag="callers-count")
     assert res is not None
     with open(res.log, errors="replace") as f:
@@ -344,26 +368,30 @@ def one_count(tree_name: str, label: str) -> tuple[Counts, str]:
 
 def main(args: argparse.Namespace) -> int:
     start = time.time()
+    a = arch.get(args.arch)
+    config, count_config = a.config(CONFIG), a.config(COUNT_CONFIG)
     basetree.prepare("callers")
     runs: list[Run] = []
     counts: dict[str, Counts] = {}
     count_logs = []
     for tree_name, label in KERNELS:
-        kbuild.build(CONFIG, tree_name, label="%s %s" % (CONFIG, label))
-        mine = [one(tree_name, label, i) for i in range(1, RUNS + 1)]
+        kbuild.build(config, tree_name, label="%s %s" % (config, label))
+        mine = [one(tree_name, label, i, a) for i in range(1, RUNS + 1)]
         check_repeat(mine)
         runs += mine
         if not args.no_count:
-            kbuild.build(COUNT_CONFIG, tree_name,
-                         label="%s %s" % (COUNT_CONFIG, label))
-            counts[label], log = one_count(tree_name, label)
+            kbuild.build(count_config, tree_name,
+                         label="%s %s" % (count_config, label))
+            counts[label], log = one_count(tree_name, label, a)
             count_logs.append(log)
-    command = "./bulk callers" + (" --no-count" if args.no_count else "")
-    md = markdown(runs, counts, command)
+    command = "./bulk callers" + (" --no-count" if args.no_count else "") + (
+        "" if a == arch.X86_64 else " --arch " + a.name)
+    md = markdown(runs, counts, command, a)
+    name = NAME + a.suffix
     out = record.folder(KIND, args.record)
     st = record.stamp()
-    record.write_markdown(os.path.join(out, NAME + ".md"), md, st)
-    record.write_json(os.path.join(out, NAME + ".json"), {
+    record.write_markdown(os.path.join(out, name + ".md"), md, st)
+    record.write_json(os.path.join(out, name + ".json"), {
         "workloads": [dataclasses.asdict(w) for w in WORKLOADS],
         "runs": [dataclasses.asdict(r) for r in runs],
         "counts": {label: {name: [[event, func, calls, objs] for
@@ -374,6 +402,6 @@ def main(args: argparse.Namespace) -> int:
         "count_logs": count_logs}, st)
     print(md)
     say("callers: %s.md written in %s; done in %dm%02ds" % (
-        NAME, record.where(args.record),
+        name, record.where(args.record),
         *divmod(int(time.time() - start), 60)))
     return 0

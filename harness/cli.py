@@ -18,6 +18,7 @@ import time
 from types import FrameType
 from typing import Any, Callable, NoReturn
 
+import arch
 import base
 import build_each
 import callers
@@ -221,7 +222,13 @@ def parser() -> argparse.ArgumentParser:
                        help="last patch number to %s (default: the tip)"
                        % what)
 
+    def arch_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--arch", default="x86_64", choices=list(arch.ARCHES),
+                       help="the kernels' architecture (default x86_64); "
+                       "arm64: QEMU virt, configs NAME-arm64")
+
     def bench_opts(p: argparse.ArgumentParser) -> None:
+        arch_opt(p)
         alloc_opt(p, list(registry.BENCH_CONFIGS), True)
         tests_opt(p, "".join(registry.TESTS), registry.DEFAULT_TESTS)
         p.add_argument("--quick", action="store_true",
@@ -493,6 +500,7 @@ def parser() -> argparse.ArgumentParser:
              "builds more")
     p.add_argument("--no-count", action="store_true",
                    help="skip the counting kernel (slub-callers-count)")
+    arch_opt(p)
     record_opt(p)
     p = verb("suites", "the kernel's own suites that use the bulk API, "
              "base vs series",
@@ -545,6 +553,13 @@ def check_bench_each(args: argparse.Namespace) -> None:
     check_range(args)
 
 
+def check_bench(args: argparse.Namespace) -> None:
+    bench.check_args(args)
+    if args.costs and args.arch != "x86_64":
+        raise StageError("bench", "--costs counts x86-64 instructions: "
+                         "not with --arch %s" % args.arch)
+
+
 def check_bench_prev(args: argparse.Namespace) -> None:
     benchprev.check_args(args)
     benchprev.check_base(benchprev.resolve(args.rev))
@@ -554,7 +569,7 @@ def check_bench_prev(args: argparse.Namespace) -> None:
 # per command: each module's own check, and the patch range.
 CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "config": check_config,
-    "bench": bench.check_args,
+    "bench": check_bench,
     "report": bench.check_args,
     "kunit-each": check_range,
     "bench-each": check_bench_each,

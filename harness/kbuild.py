@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 
+import arch
 import gitrepo
 import kconfig
 from common import Progress, StageError, log_path, read_kv, rel, say, stream, write_kv
@@ -97,7 +98,8 @@ def is_build_line(line: str) -> bool:
 
 def build(config: str, tree_name: str = "linux",
           label: str | None = None) -> str:
-    """Configure and build bzImage and modules; returns the O= dir."""
+    """Configure and build the image (bzImage, arm64's Image) and modules;
+    returns the O= dir."""
     out = kconfig.configure(config, tree_name)
     t = kconfig.tree(tree_name)
     stamp_path = os.path.join(out, STAMP)
@@ -110,7 +112,8 @@ def build(config: str, tree_name: str = "linux",
     progress = Progress("build " + label, is_build_line,
                         every=20 if os.isatty(1) else 60)
     rc = stream(kconfig.make_cmd(t, config, "-j%d" % (os.cpu_count() or 1),
-                                 "bzImage", "modules"), log,
+                                 arch.of_config(config).image, "modules"),
+                log,
                 env={"CCACHE_BASEDIR": t.ccache_base}, progress=progress)
     if rc != 0:
         err = first_error(log) or "(no compiler error line found)"

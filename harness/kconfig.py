@@ -17,6 +17,7 @@ import re
 import subprocess
 from types import ModuleType
 
+import arch
 import gitrepo
 from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
                     PREV_ROOT, PREV_TREE, TREE, StageError, capture, log_path,
@@ -64,6 +65,12 @@ CONFIG_SETS = {
     "slab-suites": ["common", "hardening", "slab", "suites", "suites-kasan"],
     "slob-suites": ["common", "slob", "suites"],
 }
+# The arm64 counterparts (./bulk bench --arch arm64, ./bulk callers --arch
+# arm64): the same fragments with common-arm64 for common.
+CONFIG_SETS.update({
+    arch.ARM64.config(name): [arch.ARM64.common if f == "common" else f
+                              for f in CONFIG_SETS[name]]
+    for name in arch.ARM64_CONFIGS})
 # Symbols the series adds (its KUnit suites and benchmark module): they do
 # not exist on the base or before their patch, where a fragment's line for
 # one is excused; once the tree defines it, it must take effect.  Any other
@@ -76,7 +83,8 @@ SERIES_SYMBOLS = ("SLAB_BULK_KUNIT_TEST", "SLAB_BULK_BENCH", "SLAB_BULK_STRESS",
 # up in the version string, which the guest mixes into its RNG at boot
 # (random_init()), and a series kernel relinked many times measured
 # differently from a fresh clone's.
-MAKE_VARS = ["ARCH=x86_64", "CC=ccache gcc", "HOSTCC=ccache gcc",
+# The architecture's own (ARCH=, the compiler) come first (make_vars()).
+MAKE_VARS = ["HOSTCC=ccache gcc",
              "KBUILD_BUILD_USER=harness", "KBUILD_BUILD_HOST=slab-bulk",
              "KBUILD_BUILD_TIMESTAMP=2000-01-01", "KBUILD_BUILD_VERSION=1"]
 SYMBOL_RE = re.compile(r"^\s*(?:menu)?config\s+(\w+)\s*$", re.M)
@@ -199,11 +207,20 @@ def verify(kc: ModuleType, requested_text: str, actual_text: str,
         if k in declared and v != got.get(k, "n")]
 
 
+def make_vars(config: str) -> list[str]:
+    """The make variables of a config's builds: its architecture's, then
+    MAKE_VARS."""
+    return list(arch.of_config(config).make_vars) + MAKE_VARS
+
+
 def make_cmd(t: Tree, config: str, *targets: str) -> list[str]:
-    need_tools("config", ["make", "gcc", "ccache", "flex", "bison", "bc"])
+    a = arch.of_config(config)
+    need_tools("config", ["make", "gcc", a.tool("gcc"), "ccache", "flex",
+                          "bison", "bc"])
     if not os.path.exists(os.path.join(t.src, "Makefile")):
         raise StageError("config", "no kernel tree at %s (run ./bulk tree)" % t.src)
-    return ["make", "-C", t.src, "O=" + t.out_dir(config)] + MAKE_VARS + list(targets)
+    return (["make", "-C", t.src, "O=" + t.out_dir(config)] + make_vars(config)
+            + list(targets))
 
 
 # In an O= dir: what its .config was written and verified from (KEY) and
@@ -226,8 +243,16 @@ CONFIG_ENV = ("LLVM", "LLVM_IAS", "CROSS_COMPILE", "USERCFLAGS",
 # Files of the tree besides the Kconfig files that the config step runs
 # or reads: the top Makefiles (tool names, versions), scripts/ (the probe
 # scripts and scripts/kconfig), and the KUnit parser verify() uses.
-CONFIG_FILES = ("Makefile", "arch/x86/Makefile",
+CONFIG_FILES = ("Makefile", "arch/x86/Makefile", "arch/arm64/Makefile",
                 "tools/testing/kunit/kunit_config.py")
+
+
+def config_tools(config: str) -> list[list[str]]:
+    """CONFIG_TOOLS with the compiler, assembler and linker of the
+    config's architecture."""
+    a = arch.of_config(config)
+    return [[a.tool(c[0]) if c[0] in ("gcc", "ld") else c[0]] + c[1:]
+            for c in CONFIG_TOOLS]
 
 
 def is_config_input(path: str) -> bool:
@@ -260,11 +285,11 @@ def config_key(name: str, t: Tree) -> str | None:
                       ":(glob)**/Kconfig*", "scripts/"] + list(CONFIG_FILES),
                      "config", cwd=t.src, env=env)
     h = hashlib.sha256()
-    parts = [fragment_digest(name), " ".join(MAKE_VARS), inputs,
+    parts = [fragment_digest(name), " ".join(make_vars(name)), inputs,
              file_digest(os.path.abspath(__file__))]
     parts += ["%s=%s" % (k, v) for k, v in sorted(os.environ.items())
               if k in CONFIG_ENV or k.startswith("KCONFIG_")]
-    parts += [tool_answer(cmd) for cmd in CONFIG_TOOLS]
+    parts += [tool_answer(cmd) for cmd in config_tools(name)]
     for part in parts:
         h.update(part.encode() + b"\0")
     return h.hexdigest()[:16]

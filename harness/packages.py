@@ -22,8 +22,9 @@ APT_PACKAGES = [
     "python3-ply", "python3-git",
     # the test command's type check; ./bulk boot --shell's busybox
     "mypy", "busybox-static",
-    # ./bulk stack's arm64 objects (its binutils: aarch64-linux-gnu-objdump)
-    "gcc-aarch64-linux-gnu",
+    # ./bulk stack's arm64 objects (its binutils: aarch64-linux-gnu-objdump),
+    # and --arch arm64's kernels, QEMU and static init
+    "gcc-aarch64-linux-gnu", "qemu-system-arm", "libc6-dev-arm64-cross",
 ]
 APT_ENV = {"DEBIAN_FRONTEND": "noninteractive"}
 
