@@ -28,6 +28,7 @@ import benchprev
 import boot
 import costs
 import export
+import holds
 import profile
 import kbuild
 import kconfig
@@ -39,6 +40,7 @@ import packages
 import record
 import registry
 import stack
+import stackmax
 import stress
 import suites
 import test
@@ -527,6 +529,24 @@ def parser() -> argparse.ArgumentParser:
              "about 25 min cold on 2 cores (24 small builds), a minute warm")
     all_opt(p, "--arch", list(stack.VARIANT_NAMES), "variant")
     all_opt(p, "--alloc", list(registry.ALLOCATORS), "allocator")
+    p.add_argument("--live", action="store_true",
+                   help="instead: the stack tracer's deepest stack "
+                   "(stack_max_size) after the benchmark, pktgen and UDP "
+                   "reassembly, base vs series (two slub-net-stacktrace "
+                   "kernels, about 30 min cold): stack-live.md")
+    record_opt(p)
+    p = verb("holds", "IRQ-off and lock holds on 2 and 4 CPUs",
+             "the benchmark's test f under multi-threaded TCG with a QEMU "
+             "plugin that follows IF and spinlocks (in exact mode, ./bulk "
+             "bench --costs gives them per row)",
+             kept("bench", "holds-ALLOCS.md and .json") + "; build/holds/",
+             "about 3 min per allocator with the kernels built")
+    alloc_opt(p, registry.ALLOCATORS, True)
+    p.add_argument("--quick", action="store_true",
+                   help="the module's quick sizes")
+    p.add_argument("--runs", type=positive, default=holds.RUNS,
+                   help="boots per kernel and CPU count (default %d)"
+                   % holds.RUNS)
     record_opt(p)
     return ap
 
@@ -578,6 +598,7 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "move-base": movebase.check_args,
     "net": net.validate,
     "profile": profile.check_args,
+    "holds": holds.check_args,
 }
 
 
@@ -665,7 +686,8 @@ MAINS: dict[str, Callable[[argparse.Namespace], int]] = {
     "move-base": movebase.main, "bench-each": bench_each.main,
     "bench-prev": benchprev.main, "net": net.main, "profile": profile.main,
     "callers": callers.main, "report": bench.report_main,
-    "suites": suites.main, "stack": stack.main,
+    "suites": suites.main, "holds": holds.main,
+    "stack": lambda args: (stackmax.main if args.live else stack.main)(args),
 }
 
 

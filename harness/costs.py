@@ -33,6 +33,8 @@ from typing import Any
 
 import bench
 import benchparse
+import holds as holdsmod
+import kbuild
 import profile
 import measure
 import record as records
@@ -49,6 +51,11 @@ EVENTS = ("loads", "stores", "lookups",
           "cli", "sti", "pushf", "popf")
 TREES = profile.TREES
 BOOT_TIMEOUT = 3600
+# A kernel that boots on one CPU replaces its lock prefixes (and its
+# modules') with DS prefixes (alternatives_smp_unlock()): keep them, as a
+# machine with more than one CPU runs them.  The prefix is all that
+# differs: the instructions are the same.
+KEEP_LOCKS = "noreplace-smp"
 
 # What each modeled event costs on top of its instructions, in cycles:
 # (low, high).  High: the full load-to-use latency beyond an L1D hit, or
@@ -93,10 +100,12 @@ SOURCES = ("[ORM] Intel 64 and IA-32 Architectures Optimization Reference "
 
 @dataclasses.dataclass
 class Region:
-    """One timed region: the phase it ran in, its instructions and events."""
+    """One timed region: the phase it ran in, its instructions and events,
+    and its number (1-based, the plugin's order: holds' REGION)."""
     phase: int
     insns: int
     events: dict[str, int]
+    index: int = 0
 
 
 @dataclasses.dataclass
@@ -106,6 +115,7 @@ class CostCounts:
     addresses: str
     caches: list[tuple[str, int, int, int]]   # name, bytes, ways, sets
     regions: list[Region]
+    holds: list[holdsmod.Hold] = dataclasses.field(default_factory=list)
 
     def geometry(self) -> str:
         return "; ".join("%s %s %d-way (%d sets)" % (
@@ -127,11 +137,18 @@ def read_costs(path: str) -> CostCounts:
     header: dict[str, int] = {}
     addresses = ""
     caches = []
-    regions = []
+    regions: list[Region] = []
+    holds: list[holdsmod.Hold] = []
     columns = ["phase", "insns"] + list(EVENTS)
     with open(path) as f:
         for lineno, line in enumerate(f, 1):
             parts = line.split()
+            if line.startswith("hold "):
+                try:
+                    holds.append(holdsmod.parse_line(line))
+                except ValueError as e:
+                    raise ValueError("%s:%d: %s" % (path, lineno, e))
+                continue
             if line.startswith("# "):
                 key = parts[1]
                 if key == "columns":
@@ -153,12 +170,13 @@ def read_costs(path: str) -> CostCounts:
                     path, lineno, len(columns), " ".join(columns)))
             nums = [int(p) for p in parts]
             regions.append(Region(nums[0], nums[1],
-                                  dict(zip(EVENTS, nums[2:]))))
+                                  dict(zip(EVENTS, nums[2:])),
+                                  len(regions) + 1))
     profile.check_header(path, header)
     if len(caches) != 3 or not addresses or "line" not in header or \
             "virtual_fallbacks" not in header:
         raise ValueError("%s: no cache geometry lines" % path)
-    return CostCounts(header, addresses, caches, regions)
+    return CostCounts(header, addresses, caches, regions, holds)
 
 
 @dataclasses.dataclass
@@ -169,6 +187,14 @@ class Measured:
     regions: int
     insns: int
     events: dict[str, int]
+    # IRQ-off windows (the allocator's; any site's) and allocator lock
+    # holds that started in its regions
+    irq: holdsmod.Summary = dataclasses.field(
+        default_factory=holdsmod.Summary)
+    irq_any: holdsmod.Summary = dataclasses.field(
+        default_factory=holdsmod.Summary)
+    lock: holdsmod.Summary = dataclasses.field(
+        default_factory=holdsmod.Summary)
 
     def per_obj(self, value: float) -> float:
         return value / self.record.objs
@@ -221,16 +247,28 @@ def match_segments(regions: list[Region], records: list[Record]) -> list[
     return out
 
 
-def measured(console: str, counts: CostCounts) -> list[Measured]:
-    """Every R line of the console with its regions' counts summed."""
+def measured(console: str, counts: CostCounts,
+             syms: holdsmod.Symbols | None = None) -> list[Measured]:
+    """Every R line of the console with its regions' counts summed, and
+    (with @syms) the IRQ-off windows and allocator lock holds that started
+    in them."""
     out = []
     for group, first, last in profile.r_groups(console, counts.header[
             "phases"]):
         regions = [r for r in counts.regions if first <= r.phase <= last]
         for rec, seg in zip(group, match_segments(regions, group)):
             events = {k: sum(r.events[k] for r in seg or []) for k in EVENTS}
-            out.append(Measured(rec, len(seg or []),
-                                sum(r.insns for r in seg or []), events))
+            m = Measured(rec, len(seg or []),
+                         sum(r.insns for r in seg or []), events)
+            if syms is not None and seg:
+                idx = {r.index for r in seg}
+                m.irq = holdsmod.summarize(holdsmod.select(
+                    counts.holds, "irq", idx, syms.is_allocator), syms.name)
+                m.irq_any = holdsmod.summarize(holdsmod.select(
+                    counts.holds, "irq", idx), syms.name)
+                m.lock = holdsmod.summarize(holdsmod.select(
+                    counts.holds, "lock", idx, syms.is_allocator), syms.name)
+            out.append(m)
     return out
 
 
@@ -239,13 +277,18 @@ def boot_costs(alloc: str, tree: str, letters: str, quick: bool,
                                                     list[Measured]]:
     """Boot a built kernel with the module and the plugin; its console,
     the plugin's counts (written to @out_path) and the R lines'."""
+    out_dir = kbuild.check_stamp(alloc, tree, "costs")
+    system_map = os.path.join(out_dir, "System.map")
+    syms_path = holdsmod.write_syms(system_map, out_path + ".syms", "costs")
     console, log = profile.plugin_boot(
-        "costs", alloc, tree, measure.bench_append(letters, quick),
+        "costs", alloc, tree, measure.bench_append(letters, quick) + " " +
+        KEEP_LOCKS,
         "costs-" + measure.bench_tag(letters, quick, "exact"), BOOT_TIMEOUT,
-        plugin, out_path)
+        plugin, out_path, "holds=" + syms_path)
     try:
         counts = read_costs(out_path)
-        return console, counts, measured(console, counts)
+        return console, counts, measured(
+            console, counts, holdsmod.Symbols(system_map, out_dir))
     except ValueError as e:
         raise StageError("costs", str(e), log)
 
@@ -323,6 +366,71 @@ def alloc_tables(alloc: str, sides: dict[str, list[Measured]]) -> tuple[
     return md, rows
 
 
+def holds_cell(b: holdsmod.Summary, s: holdsmod.Summary,
+               field: str) -> str:
+    return "%s / %s" % (getattr(b, field) or "-", getattr(s, field) or "-")
+
+
+# The holds tables' columns: a heading, the Measured field and the
+# Summary field a cell shows, base / series.
+HOLD_COLUMNS = (
+    ("IRQ-off windows", "irq", "count"), ("longest", "irq", "longest"),
+    ("p99", "irq", "p99"), ("where the longest starts", "irq", "where"),
+    ("lock holds", "lock", "count"), ("longest", "lock", "longest"),
+    ("p99", "lock", "p99"), ("where the longest is taken", "lock", "where"),
+    ("longest IRQ-off, any site", "irq_any", "longest"),
+    ("where", "irq_any", "where"),
+)
+
+
+def holds_tables(alloc: str, sides: dict[str, list[Measured]]) -> tuple[
+        list[str], list[str]]:
+    """Per test, the allocator's IRQ-off windows and lock holds that
+    started in each row's timed regions, and the longest IRQ-off window
+    of any site, base / series; and a sentence for each row where the
+    series' longest allocator window or hold is longer than base's, by
+    kind and the function it starts in: how many rows, and the largest
+    growth."""
+    md: list[str] = []
+    longer: list[str] = []
+    grown: list[tuple[str, str, int, str]] = []
+    test = None
+    for b, s in zip(sides["base"], sides["series"]):
+        r = b.record
+        if r.test != test:
+            test = r.test
+            md += ["", "### %s, test %s: IRQ-off windows and lock holds, in "
+                   "instructions, base / series" % (alloc.upper(), test), "",
+                   "| variant | N | " + " | ".join(
+                       h for h, _, _ in HOLD_COLUMNS) + " |",
+                   "|---|---:|" + "".join(
+                       "---|" if f == "where" else "---:|"
+                       for _, _, f in HOLD_COLUMNS)]
+        if not b.regions or not s.regions:
+            md.append("| %s | %d | unmatched |%s" % (
+                r.variant, r.n, "|" * (len(HOLD_COLUMNS) - 1)))
+            continue
+        md.append("| %s | %d | %s |" % (r.variant, r.n, " | ".join(
+            holds_cell(getattr(b, m), getattr(s, m), f)
+            for _, m, f in HOLD_COLUMNS)))
+        for what, x, y in (("IRQ-off window", b.irq, s.irq),
+                           ("lock hold", b.lock, s.lock)):
+            if y.longest > x.longest:
+                grown.append((what, y.where, y.longest - x.longest,
+                              "test %s %s N=%d: %d -> %d" % (
+                                  r.test, r.variant, r.n, x.longest,
+                                  y.longest)))
+    # One sentence per kind and site: how many rows, and the largest.
+    groups: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for what, site, more, text in grown:
+        groups.setdefault((what, site), []).append((more, text))
+    for (what, site), items in groups.items():
+        more, text = max(items)
+        longer.append("the %s in %s, %d row%s, most at %s" % (
+            what, site, len(items), "" if len(items) == 1 else "s", text))
+    return md, longer
+
+
 def report(allocs: list[str], cmd: str, runs: dict[str, dict[str, list[
         Measured]]], geometry: str, notes: dict[str, list[str]]) -> tuple[
         str, dict[str, Any]]:
@@ -337,8 +445,10 @@ def report(allocs: list[str], cmd: str, runs: dict[str, dict[str, list[
           "an Intel Sapphire Rapids core), locked instructions (lock "
           "prefix, xchg with memory), cmpxchg16b unlocked (locked), and "
           "the IRQ-flag instructions; QEMU TCG plugin "
-          "`harness/plugin/qemu-cost.c`, exact mode, see harness/costs.py."
-          % geometry, "",
+          "`harness/plugin/qemu-cost.c`, exact mode, see harness/costs.py. "
+          "The kernels boot with `%s`: on one CPU a kernel otherwise turns "
+          "its lock prefixes into DS prefixes, and no locked instruction "
+          "would be seen." % (geometry, KEEP_LOCKS), "",
           "**Modeled cost** = instructions + sum of events x weight, with "
           "the low and the high weights below: a model, not cycles. An "
           "L1D miss that hits L2, an L2 miss that hits the LLC and an LLC "
@@ -346,6 +456,19 @@ def report(allocs: list[str], cmd: str, runs: dict[str, dict[str, list[
           "hides a store miss: its low weight is 0). series/base gives the "
           "range over both bands: a conclusion that holds at both ends "
           "does not hang on the weights.", "",
+          "**IRQ-off windows** run from a cli made with IRQs on to the "
+          "sti, popf, iretq or sysretq that turns them on again, as the "
+          "plugin follows IF from the instructions (harness/plugin/holds.h: "
+          "interrupt and syscall entries clear IF without opening a "
+          "window); **lock holds** from a spinlock's acquiring access to "
+          "the store that releases it. Both count for the row whose timed "
+          "regions they start in, in instructions, with the 99th "
+          "percentile by nearest rank. The allocator's are those whose "
+          "site (the function that called the spinlock function, or ran "
+          "the cli) is in mm/slub.c, mm/slab.c or mm/slob.c: list_lock, "
+          "SLAB's alien locks, SLOB's slob_lock, and the per-CPU sections; "
+          "the last two columns give the longest window of any site (the "
+          "page allocator's, a timer's) for scale.", "",
           "| event | low | high |", "|---|---:|---:|"]
     md += ["| %s | %g | %g |" % (k, lo, hi) for k, (lo, hi) in WEIGHTS.items()]
     md += ["", "Weights' sources: %s." % SOURCES]
@@ -361,7 +484,20 @@ def report(allocs: list[str], cmd: str, runs: dict[str, dict[str, list[
                          "instructions sum to their cycles= exactly."
                          % (matched, len(rows))] + notes[alloc])]
         md += tables
-        data["allocators"][alloc] = {"rows": rows, "notes": notes[alloc]}
+        htables, longer = holds_tables(alloc, runs[alloc])
+        md += htables
+        md += ["", "Where the series' longest allocator IRQ-off window or "
+               "lock hold is longer than base's (base -> series, "
+               "instructions): %s." % ("; ".join(longer) if longer
+                                       else "nowhere")]
+        for row, b, s in zip(rows, runs[alloc]["base"],
+                             runs[alloc]["series"]):
+            if row["matched"]:
+                for side, m in (("base", b), ("series", s)):
+                    row[side].update({f: getattr(m, f).to_json() for f in (
+                        "irq", "irq_any", "lock")})
+        data["allocators"][alloc] = {"rows": rows, "notes": notes[alloc],
+                                     "holds_longer": longer}
     return "\n".join(md), data
 
 

@@ -54,6 +54,10 @@ CONFIG_SETS = {
     "slub-net-trace": ["common", "hardening", "slub", "bench", "net", "trace"],
     "slub-debug-net": ["common", "hardening", "slub", "debug", "slub-debug",
                        "net"],
+    # ./bulk stack --live: the network config with the stack tracer, for
+    # the deepest stack after the benchmark and after the network runs.
+    "slub-net-stacktrace": ["common", "hardening", "slub", "bench", "net",
+                            "stacktrace"],
     # ./bulk callers: the benchmark config with io_uring, and the same with
     # kprobe events and hist triggers that count the bulk calls.
     "slub-callers": ["common", "hardening", "slub", "bench", "callers"],

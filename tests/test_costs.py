@@ -1,6 +1,7 @@
 """Unit tests for the cost model of ./bulk bench --costs: the cache model
 (harness/plugin/cachesim.h, driven by tests/cachesim_test.c) against
 closed forms, and that these checks fail on a broken model."""
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -176,7 +177,7 @@ class Counts(unittest.TestCase):
         c = costs.read_costs(self.write([region_line(2, 500, loads=7,
                                                      popf=1)]))
         self.assertEqual(c.regions, [costs.Region(2, 500, dict(
-            {e: 0 for e in costs.EVENTS}, loads=7, popf=1))])
+            {e: 0 for e in costs.EVENTS}, loads=7, popf=1), 1)])
         self.assertEqual(c.geometry(), "L1D 48 KiB 12-way (64 sets); L2 2 "
                          "MiB 16-way (2048 sets); LLC 30 MiB 15-way (32768 "
                          "sets); 64-byte lines; physical addresses")
@@ -256,6 +257,49 @@ class Matching(unittest.TestCase):
         self.assertAlmostEqual(bulk.modeled(0), 127.5)
         self.assertAlmostEqual(bulk.modeled(1), 140.5)
         self.assertEqual(got[2].per_obj(got[2].events["cli"]), 1.0)
+
+    def test_holds_count_for_the_row_whose_regions_they_start_in(self):
+        """Hold lines name the region (1-based, the plugin's order) they
+        started in; a row takes those of its regions, the allocator's
+        (by site) apart from any site's."""
+        path = os.path.join(hermetic.SCRATCH, "costs.txt")
+        with open(path, "w") as f:
+            f.write(HEAD % (6, " ".join(costs.EVENTS)) + "".join([
+                region_line(1, 999),
+                region_line(2, 300000),              # fallback: region 2
+                region_line(2, 110000)]) +           # bulk: region 3
+                "hold irq 2 a0 40 99\n"
+                "hold irq 2 a0 70 1\n"
+                "hold irq 3 a0 500 1\n"
+                "hold irq 3 f0 9000 1\n"
+                "hold lock 3 a4 300 2\n"
+                "hold lock 0 a4 7000 1\n")
+
+        class Syms:
+            def name(self, site):
+                return "alloc_fn" if site < 0xf0 else "other_fn"
+
+            def is_allocator(self, site):
+                return site < 0xf0
+        got = costs.measured(CONSOLE, costs.read_costs(path), Syms())
+        fallback, bulk = got[0], got[1]
+        self.assertEqual((fallback.irq.count, fallback.irq.longest,
+                          fallback.irq.p99), (100, 70, 40))
+        self.assertEqual((bulk.irq.count, bulk.irq.longest), (1, 500))
+        self.assertEqual((bulk.irq_any.longest, bulk.irq_any.where),
+                         (9000, "other_fn"))
+        self.assertEqual((bulk.lock.count, bulk.lock.longest), (2, 300))
+        self.assertEqual(fallback.lock.count, 0)
+        longer_bulk = dataclasses.replace(
+            bulk, irq=costs.holdsmod.Summary(1, 600, 600, "x"))
+        lines, longer = costs.holds_tables("slub", {
+            "base": got, "series": [fallback, longer_bulk] + got[2:]})
+        md = "\n".join(lines)
+        self.assertIn("| bulk | 34 | 1 / 1 | 500 / 600 | 500 / 600 | "
+                      "alloc_fn / x | 2 / 2 | 300 / 300 |", md)
+        self.assertEqual(len(longer), 1)
+        self.assertEqual(longer, ["the IRQ-off window in x, 1 row, most at "
+                                  "test b bulk N=34: 500 -> 600"])
 
 
 class Report(unittest.TestCase):

@@ -40,9 +40,14 @@
  * Phases, as qemu-prof.c has them: every call of the function at p=ADDR
  * (_printk()) made straight from module code starts a new phase.
  *
+ * With holds=PATH (the symbol ranges harness/holds.py writes), also the
+ * IRQ-off windows and spinlock holds of the whole run, charged to the
+ * timed region they started in (holds.h): '# holds_NOTE N' and 'hold'
+ * lines after the regions.
+ *
  * Arguments: out=PATH (required), p=ADDR (hex), l1d=SIZE:WAYS,
  * l2=SIZE:WAYS, llc=SIZE:WAYS (SIZE in bytes, or with K or M), line=BYTES,
- * addr=phys|virt.  Defaults: an Intel Xeon Sapphire Rapids (Golden Cove)
+ * addr=phys|virt, holds=PATH.  Defaults: an Intel Xeon Sapphire Rapids (Golden Cove)
  * core: L1D 48 KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16
  * of its 1.875 MiB 15-way slices, 30 MiB 15-way (a single thread uses the
  * whole LLC; the slices' address hash is not modeled).
@@ -64,6 +69,7 @@
 #include <string.h>
 
 #include "cachesim.h"
+#include "holds.h"
 #include "qemu-plugin-api.h"
 #include "x86class.h"
 
@@ -96,12 +102,23 @@ struct region {
 	uint64_t ev[NR_EVENTS];
 };
 
+struct block;
+
+/* An instruction of a block, as its callbacks see it. */
+struct insn_ref {
+	struct block *b;
+	unsigned int k;		/* its index in the block */
+	enum x86_class cls;
+	bool acquire;		/* in a spinlock acquire function (holds.h) */
+};
+
 /* A translated block. */
 struct block {
 	struct tb_shape shape;
 	bool kernel;		/* kernel text or modules */
 	bool module;		/* module code */
 	bool phase;		/* the p= function */
+	struct insn_ref *refs;	/* of each instruction, with holds= */
 	uint64_t insn_vaddr[];	/* of each instruction */
 };
 
@@ -114,6 +131,10 @@ static uint64_t cache_size[CACHESIM_LEVELS] = {
 };
 static unsigned int cache_ways[CACHESIM_LEVELS] = { 12, 16, 15 };
 static unsigned int line_size = 64;
+/* holds=PATH: IRQ-off windows and spinlock holds (holds.h). */
+static bool holds_on;
+static struct hold_syms hold_syms;
+static struct holds_cpu holds;
 
 /* The guest state (one vCPU: exact mode). */
 static struct region *regions;
@@ -129,6 +150,11 @@ static bool from_module;
 static struct block *last_block;
 static size_t last_region;
 static bool last_done;
+/*
+ * The instructions run before the current block: an event at its k-th
+ * instruction happened at block_start + k.
+ */
+static uint64_t executed, block_start;
 
 static struct region *cur(void)
 {
@@ -160,14 +186,23 @@ static void block_exec(unsigned int vcpu, void *userdata)
 {
 	struct block *b = userdata;
 
-	if (last_region) {
-		struct region *r = &regions[last_region - 1];
+	if (last_block) {
+		uint64_t ran = 0;
 
 		if (!last_done)
-			r->insns += insns_before(last_block, b->shape.vaddr);
+			ran = insns_before(last_block, b->shape.vaddr);
 		else if (ran_short(&last_block->shape, &b->shape))
-			r->insns--;
+			ran = -1;
+		executed += ran;
+		if (last_region)
+			regions[last_region - 1].insns += ran;
 	}
+	block_start = executed;
+	if (holds_on)
+		holds_block(&holds, &hold_syms, b->shape.vaddr,
+			    last_block ? last_block->shape.vaddr : 0,
+			    last_block ? last_block->shape.last_vaddr : 0,
+			    !b->kernel, executed, timed ? nr_regions : 0);
 	last_block = b;
 	last_region = timed ? nr_regions : 0;
 	last_done = false;
@@ -189,6 +224,7 @@ static void block_exec(unsigned int vcpu, void *userdata)
 static void last_insn(unsigned int vcpu, void *userdata)
 {
 	last_done = true;
+	executed += last_block->shape.insns;
 	if (last_region)
 		regions[last_region - 1].insns += last_block->shape.insns;
 }
@@ -214,8 +250,13 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 {
 	unsigned int size = 1u << qemu_plugin_mem_size_shift(info);
 	uint64_t addr = vaddr, ignored[CACHESIM_LEVELS] = { 0 };
+	const struct insn_ref *ref = userdata;
 	struct region *r;
 
+	if (ref)
+		holds_access(&holds, vaddr, size, qemu_plugin_mem_is_store(info),
+			     ref->cls == X86_LOCKED, ref->acquire,
+			     block_start + ref->k);
 	if (!virtual_addresses) {
 		struct qemu_plugin_hwaddr *hw =
 			qemu_plugin_get_hwaddr(info, vaddr);
@@ -251,6 +292,36 @@ static void flagged_insn(unsigned int vcpu, void *userdata)
 		cur()->ev[(uintptr_t)userdata]++;
 }
 
+/* cli, sti, pushf, popf, iretq and sysretq, with holds=. */
+static void if_insn(unsigned int vcpu, void *userdata)
+{
+	const struct insn_ref *ref = userdata;
+	uint64_t now = block_start + ref->k;
+
+	switch (ref->cls) {
+	case X86_CLI:
+	case X86_STI:
+		holds_if(&holds, &hold_syms, ref->cls == X86_STI,
+			 ref->b->insn_vaddr[ref->k], now,
+			 timed ? nr_regions : 0);
+		break;
+	case X86_PUSHF:
+		holds_pushf(&holds);
+		break;
+	case X86_POPF:
+		holds_popf(&holds, now);
+		break;
+	case X86_IRETQ:
+		holds_iret(&holds, now);
+		break;
+	case X86_SYSRETQ:
+		holds_sysret(&holds, now);
+		break;
+	default:
+		break;
+	}
+}
+
 static void vcpu_init(qemu_plugin_id_t id, unsigned int vcpu_index)
 {
 	nr_vcpus++;
@@ -267,6 +338,11 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b->kernel = b->shape.vaddr >= KERNEL_START;
 	b->module = b->shape.vaddr >= MODULES_START;
 	b->phase = b->shape.vaddr == phase_addr;
+	if (holds_on && b->kernel) {
+		b->refs = calloc(n, sizeof(*b->refs));
+		if (!b->refs)
+			abort();
+	}
 	for (k = 0; k < n; k++) {
 		struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, k);
 		const unsigned char *code = qemu_plugin_insn_data(insn);
@@ -277,13 +353,24 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		if (b->module && is_clock_read(code, len))
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, clock_read, QEMU_PLUGIN_CB_NO_REGS, NULL);
-		if (c != X86_OTHER)
+		if (c != X86_OTHER && c <= X86_POPF)
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, flagged_insn, QEMU_PLUGIN_CB_NO_REGS,
 				(void *)(uintptr_t)(LOCKED + c));
+		if (b->refs) {
+			struct insn_ref *ref = &b->refs[k];
+
+			*ref = (struct insn_ref){ b, k, c, holds_is_acquire(
+				&hold_syms, b->insn_vaddr[k]) };
+			if (c >= X86_CLI)
+				qemu_plugin_register_vcpu_insn_exec_cb(
+					insn, if_insn, QEMU_PLUGIN_CB_NO_REGS,
+					ref);
+		}
 		qemu_plugin_register_vcpu_mem_cb(insn, mem_access,
 						 QEMU_PLUGIN_CB_NO_REGS,
-						 QEMU_PLUGIN_MEM_RW, NULL);
+						 QEMU_PLUGIN_MEM_RW,
+						 b->refs ? &b->refs[k] : NULL);
 		if (k == n - 1)
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, last_insn, QEMU_PLUGIN_CB_NO_REGS, NULL);
@@ -321,6 +408,8 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 			fprintf(f, " %llu", (unsigned long long)regions[i].ev[k]);
 		fprintf(f, "\n");
 	}
+	if (holds_on)
+		holds_write(f, &holds, 1);
 	if (ferror(f) | fclose(f))
 		perror(out_path);
 }
@@ -365,6 +454,13 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 			out_path = a + 4;
 		} else if (!strncmp(a, "p=", 2)) {
 			phase_addr = strtoull(a + 2, NULL, 16);
+		} else if (!strncmp(a, "holds=", 6)) {
+			if (holds_read_syms(&hold_syms, a + 6)) {
+				fprintf(stderr, "qemu-cost: cannot read the symbol "
+					"ranges in %s\n", a + 6);
+				return -1;
+			}
+			holds_on = true;
 		} else if (!strncmp(a, "line=", 5)) {
 			line_size = strtoul(a + 5, NULL, 10);
 		} else if (!strcmp(a, "addr=phys") || !strcmp(a, "addr=virt")) {

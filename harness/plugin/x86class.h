@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The x86-64 instructions qemu-cost.c counts apart, from their bytes:
- * locked read-modify-writes, cmpxchg8b/16b and the IRQ-flag instructions.
+ * locked read-modify-writes, cmpxchg8b/16b, the IRQ-flag instructions, and
+ * the returns that restore IF (iretq, sysretq: holds.h).
  * In a header of its own so that tests/cachesim_test.c can check it.
  */
 #ifndef X86CLASS_H
@@ -19,6 +20,8 @@ enum x86_class {
 	X86_STI,		/* fb */
 	X86_PUSHF,		/* 9c */
 	X86_POPF,		/* 9d */
+	X86_IRETQ,		/* 48 cf: IF as the stack has it */
+	X86_SYSRETQ,		/* 48 0f 07: back to user space */
 };
 
 /*
@@ -44,6 +47,11 @@ static inline enum x86_class x86_class(const unsigned char *code, size_t len)
 		i++;
 	if (i >= len)
 		return X86_OTHER;
+	if (code[i] == 0xcf && i > 0 && code[i - 1] == 0x48)
+		return X86_IRETQ;
+	if (code[i] == 0x0f && i + 1 < len && code[i + 1] == 0x07 && i > 0 &&
+	    code[i - 1] == 0x48)
+		return X86_SYSRETQ;
 	if (code[i] == 0x0f && i + 2 < len && code[i + 1] == 0xc7 &&
 	    ((code[i + 2] >> 3) & 7) == 1 && (code[i + 2] >> 6) != 3)
 		return lock ? X86_CMPXCHG16B_LOCKED : X86_CMPXCHG16B;
