@@ -211,13 +211,15 @@ def module_lines(console: str) -> list[str]:
     return out
 
 
-def r_groups(console: str, phases: int) -> list[tuple[list[Record], int,
-                                                        int]]:
+def r_groups(console: str, phases: int, through_last: bool = False) -> list[
+        tuple[list[Record], int, int]]:
     """The module's R lines, consecutive ones grouped (a row), each group
     with the phases its measurements can lie in: (group, first, last)
     where phase k runs from the module's k-th console line to its
     (k+1)-th, so that a group's phases run from the one the previous
-    group's last R line opens to the one its own first R line ends.
+    group's last R line opens to the one its own first R line ends
+    (@through_last: its last R line; test c and g print a row's pairs as
+    each is measured, and the later pairs' regions lie between them).
     @phases: the calls of _printk() from module code the plugin saw."""
     lines = module_lines(console)
     if phases != len(lines):
@@ -238,7 +240,7 @@ def r_groups(console: str, phases: int) -> list[tuple[list[Record], int,
             group.append(benchparse.parse_r_line(lines[i][2:], i + 1))
             i += 1
         # Line first + 1 (1-based) ends phase first.
-        out.append((group, last, first))
+        out.append((group, last, i - 1 if through_last else first))
         last = i
     return out
 

@@ -258,6 +258,31 @@ class Matching(unittest.TestCase):
         self.assertAlmostEqual(bulk.modeled(1), 140.5)
         self.assertEqual(got[2].per_obj(got[2].events["cli"]), 1.0)
 
+    def test_a_row_printed_pair_by_pair_takes_the_regions_between(self):
+        """Test c prints each pair's R lines as it measures it: the later
+        pairs' regions lie after the first pair's lines (phases 4, 6)."""
+        console = "".join("[    0.1] slab_bulk_bench: %s\n" % line for line in (
+            "test c",
+            "R test=c variant=order_loop n=1 size=256 objs=10 cycles=100 "
+            "empty=0",
+            "R test=c variant=order_bulk n=1 size=256 objs=10 cycles=50 "
+            "empty=0",
+            "R test=c variant=random_loop n=1 size=256 objs=10 cycles=120 "
+            "empty=0",
+            "R test=c variant=random_bulk n=1 size=256 objs=10 cycles=60 "
+            "empty=0",
+            "done"))
+        path = os.path.join(hermetic.SCRATCH, "costs.txt")
+        with open(path, "w") as f:
+            f.write((HEAD % (8, " ".join(costs.EVENTS))).replace(
+                "phases 10", "phases 6") + "".join([
+                    region_line(1, 100), region_line(1, 50),
+                    region_line(3, 120), region_line(3, 60)]))
+        got = costs.measured(console, costs.read_costs(path))
+        self.assertEqual([(m.record.variant, m.regions) for m in got], [
+            ("order_loop", 1), ("order_bulk", 1), ("random_loop", 1),
+            ("random_bulk", 1)])
+
     def test_holds_count_for_the_row_whose_regions_they_start_in(self):
         """Hold lines name the region (1-based, the plugin's order) they
         started in; a row takes those of its regions, the allocator's
