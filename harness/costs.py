@@ -300,11 +300,14 @@ def compare_runs(plain: list[Record], here: list[Record]) -> str:
     keys = [(r.test, r.variant, r.n) for r in plain]
     if keys != [(r.test, r.variant, r.n) for r in here]:
         return "**other** R lines than ./bulk bench's"
-    worst = max(abs(b.cycles - a.cycles) / a.cycles
-                for a, b in zip(plain, here) if a.cycles)
-    return ("the same R lines as ./bulk bench's with instruction counts "
+    worst = max((abs(b.cycles - a.cycles) / a.cycles
+                 for a, b in zip(plain, here) if a.cycles), default=0.0)
+    fields = sorted({k for a, b in zip(plain, here)
+                     for k, v in a.to_json().items() if b.to_json()[k] != v})
+    return ("the R lines of ./bulk bench with other %s, instruction counts "
             "within %.2f%% of them (noreplace-smp changes the boot, and "
-            "with it where timer interrupts land)" % (100 * worst))
+            "with it where timer interrupts land)" % (
+                ", ".join(fields), 100 * worst))
 
 
 def fmt(x: float) -> str:

@@ -8,16 +8,19 @@ stack pointer at every traced function's entry while it is on (from boot:
 'stacktrace' on the command line) and keeps the deepest stack it saw
 (stack_max_size, in bytes) with its trace (stack_trace: each frame's
 depth and size).  The init sets stack_max_size to 0 just before the
-workload and prints both files after it: so each
-figure is the deepest stack of one workload and whatever else ran
-meanwhile (timers, softirqs, kworkers).  A leaf's own frame below its last
+workload and prints both files after it: so each figure is the deepest
+task stack of the workload, its module's loading and the init's own
+writes, and of whatever else ran on a task stack meanwhile (kworkers,
+ksoftirqd).  The tracer skips a stack pointer that is not on the task's
+stack: hardirqs and the softirqs they run on exit (NAPI's TX completion
+among them) run on the IRQ stack on x86-64 and are not seen.  A leaf's
+own frame below its last
 traced call is not seen (the tracer samples at function entry), and
 every function carries an fentry call, so the kernels are for this only.
 
 Workloads, each one boot of the slub-net-stacktrace kernel of each tree:
-the benchmark module's exact-mode tests (quick sizes), pktgen (the NAPI
-skb cache's bulk frees on TX completion) and UDP reassembly over
-loopback (kfree_skb_list() of the fragments).
+the benchmark module's exact-mode tests (quick sizes), pktgen and UDP
+reassembly over loopback.
 """
 import argparse
 import dataclasses
@@ -69,6 +72,23 @@ class Deepest:
         """The @n largest frames on that stack, 'func size'."""
         big = sorted(self.frames, key=lambda f: -f.size)[:n]
         return ", ".join("%s %d" % (f.function, f.size) for f in big)
+
+    def sizes(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for f in self.frames:
+            out.setdefault(f.function, f.size)
+        return out
+
+
+def differ(base: Deepest, series: Deepest) -> str:
+    """The functions on both deepest stacks whose frames differ, 'func
+    base -> series', and those on one stack only."""
+    b, s = base.sizes(), series.sizes()
+    parts = ["%s %d -> %d" % (f, b[f], s[f]) for f in s
+             if f in b and b[f] != s[f]]
+    parts += ["%s (series only) %d" % (f, s[f]) for f in s if f not in b]
+    parts += ["%s (base only) %d" % (f, b[f]) for f in b if f not in s]
+    return ", ".join(parts) or "none"
 
 
 def parse(console: str, log: str) -> tuple[int, list[Frame]]:
@@ -134,18 +154,23 @@ def render(cmd: str, found: list[Deepest]) -> tuple[str, dict[str, Any]]:
           "boot, `stacktrace`), reset just before each workload and read "
           "after it, on the %s kernel "
           "(SLUB, the network config, `configs/stacktrace.config`): the "
-          "deepest stack seen at any traced function's entry while the "
-          "workload ran, whatever else ran meanwhile included. The largest "
-          "frames on that stack are from its `stack_trace`. See "
+          "deepest task stack seen at any traced function's entry while the "
+          "workload ran (its module's loading and the init's own writes "
+          "included, and whatever else ran on a task stack). Hardirqs and "
+          "the softirqs they run on exit use the IRQ stack, which the "
+          "tracer skips: NAPI's TX completion under pktgen is not seen. The "
+          "largest frames on that stack are from its `stack_trace`. See "
           "harness/stackmax.py; each function's own frame is in "
           "stack.md." % CONFIG, "",
-          "| workload | base | series | series - base | largest frames on "
-          "the series' deepest stack |", "|---|---:|---:|---:|---|"]
+          "| workload | base | series | series - base | frames that differ "
+          "on the two deepest stacks (bytes) | largest frames on the "
+          "series' deepest stack |", "|---|---:|---:|---:|---|---|"]
     by = {(d.workload, d.side): d for d in found}
     for name in dict.fromkeys(d.workload for d in found):
         b, s = by[(name, "base")], by[(name, "series")]
-        md.append("| %s | %d | %d | %+d | %s |" % (
-            name, b.max_size, s.max_size, s.max_size - b.max_size, s.top(4)))
+        md.append("| %s | %d | %d | %+d | %s | %s |" % (
+            name, b.max_size, s.max_size, s.max_size - b.max_size,
+            differ(b, s), s.top(4)))
     data = {"command": cmd, "config": CONFIG, "runs": [
         {"workload": d.workload, "side": d.side, "max_size": d.max_size,
          "frames": [dataclasses.asdict(f) for f in d.frames], "log": d.log}

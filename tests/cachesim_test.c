@@ -65,7 +65,7 @@ static int classify(int argc, char **argv)
 {
 	static const char *const names[] = {
 		"locked", "cmpxchg16b", "cmpxchg16b_locked", "cli", "sti",
-		"pushf", "popf", "iretq", "sysretq"
+		"pushf", "popf", "iretq", "sysretq", "cmpxchg"
 	};
 	unsigned char code[16];
 	size_t n;

@@ -14,8 +14,9 @@
  *   b ADDR      a block starts at ADDR (hex); its call site is ADDR + 4
  *               for the next block
  *   cli PC | sti PC     at PC (hex)
- *   pushf | popf | iret | sysret
- *   lock ADDR   a locked access to ADDR by an acquire function
+ *   pushf | popf | iret | sysret    (iret: of the entry code, at 0x3050)
+ *   iretat PC   an iretq at PC (hex)
+ *   lock ADDR   a cmpxchg of ADDR by an acquire function
  *   acq ADDR    a plain access to ADDR by an acquire function
  *   st1 ADDR | st8 ADDR  a 1- or 8-byte store outside them
  *   r N         the timed region from now on
@@ -61,7 +62,10 @@ int main(int argc, char **argv)
 		} else if (!strcmp(e, "popf")) {
 			holds_popf(&c, now);
 		} else if (!strcmp(e, "iret")) {
-			holds_iret(&c, now);
+			holds_iret(&c, &s, 0x3050, now);
+		} else if (!strcmp(e, "iretat")) {
+			holds_iret(&c, &s, a, now);
+			i++;
 		} else if (!strcmp(e, "sysret")) {
 			holds_sysret(&c, now);
 		} else if (!strcmp(e, "lock") || !strcmp(e, "acq")) {

@@ -131,6 +131,8 @@ CLASSES = {
     "669d": "popf",                     # popfw
     "f3a4": "other",                    # rep movsb
     "488b07": "other",                  # mov (%rdi),%rax
+    "3e0fb117": "cmpxchg",              # ds cmpxchg %edx,(%rdi): on UP
+    "48cf": "iretq", "480f07": "sysretq",
 }
 
 

@@ -77,12 +77,31 @@ SCRIPTS = {
     "pushf, cli, popf": (
         "b 2000 pushf cli 2010 popf cli 2020 popf sti 2030",
         {"hold irq 0 2010 1 1", "hold irq 0 2020 2 1"}),
-    # A failed trylock leaves 5000 held; the next acquire of 5000
-    # replaces it; an 8-byte store to it ends nothing, a 1-byte one does.
-    "trylock, then a hold": (
-        "b 2000 b 1000 lock 5000 b 2000 b 2100 b 1000 lock 5000 acq 5000 "
-        "b 2200 st8 5000 st1 5000",
-        {"hold lock 0 2104 3 1"}),
+    # A trylock that finds 5000 taken reads it and tries no cmpxchg: the
+    # hold taken at 2 (call site 2004) goes on to the one-byte store at
+    # 8; an 8-byte store to the word ends nothing.
+    "failed trylock takes nothing": (
+        "b 2000 b 1000 lock 5000 b 2000 b 2100 b 1000 acq 5000 b 2200 "
+        "st8 5000 st1 5000",
+        {"hold lock 0 2004 7 1"}),
+    # A pending interrupt taken as sysretq turns IRQs on enters through a
+    # vector stub right after the sysretq's block: its handler's cli
+    # opens no window.
+    "interrupt right after sysretq": (
+        "b 200000 b 3000 b 3040 sysret b 3100 b 3000 cli 3010 iret "
+        "b 200000", set()),
+    # sync_core()'s iret_to_self() (an iretq outside the entry code)
+    # returns to the flags it pushed: the window goes on to the sti.
+    "iretq outside the entry code": (
+        "b 2000 pushf cli 2010 iretat 2020 sti 2030",
+        {"hold irq 0 2010 2 1"}),
+    # An interrupt while spin_lock() spins with IRQs on: the acquire
+    # function's call site (2004) comes back with the iretq, and the hold
+    # starts at the cmpxchg that takes the lock (7).
+    "interrupt inside an acquire function": (
+        "b 2000 b 1000 acq 5000 b 3000 b 3040 iret b 1010 lock 5000 "
+        "b 2010 st1 5000",
+        {"hold lock 0 2004 2 1"}),
 }
 
 

@@ -29,6 +29,17 @@ class Parse(unittest.TestCase):
         self.assertEqual(d.top(2), "bulk_free_grouped 616, "
                          "kmem_cache_free_bulk 104")
 
+    def test_frames_that_differ(self):
+        _, frames = stackmax.parse(CONSOLE, "log")
+        series = stackmax.Deepest("w", "series", 3216, frames, "log")
+        base = stackmax.Deepest("w", "base", 2600, [
+            stackmax.Frame(2600, 96, "kmem_cache_free_bulk"),
+            stackmax.Frame(2504, 48, "napi_skb_cache_put"),
+            stackmax.Frame(2456, 8, "net_rx_action")], "log")
+        self.assertEqual(stackmax.differ(base, series),
+                         "kmem_cache_free_bulk 96 -> 104, bulk_free_grouped "
+                         "(series only) 616, net_rx_action (base only) 8")
+
     def test_no_tracer_is_an_error_naming_the_config(self):
         with self.assertRaisesRegex(StageError, "slub-net-stacktrace"):
             stackmax.parse("harness: status=0\n", "log")

@@ -9,12 +9,14 @@
  * local_irq_restore() a conditional sti (no popf), so:
  *   - cli with IF on opens a window; sti closes it;
  *   - entering the kernel through an IDT or syscall entry point (a block
- *     that starts at one, coming from outside the entry code) saves IF
- *     and clears it, without a window: the hardware did it, not the code
- *     the window would be charged to;
- *   - iretq restores the IF saved at the matching entry; a window still
- *     open when it restores IF on closes there (the last cli of the
- *     interrupt exit path, ended by iret);
+ *     that starts at one, unless the block before was a vector stub that
+ *     jumps there) saves IF and clears it, without a window: the hardware
+ *     did it, not the code the window would be charged to;
+ *   - an iretq of the entry code restores the IF saved at the matching
+ *     entry; a window still open when it restores IF on closes there (the
+ *     last cli of the interrupt exit path, ended by iret).  An iretq
+ *     elsewhere (sync_core()'s iret_to_self()) returns to the flags it
+ *     pushed itself: IF does not change;
  *   - sysretq turns IF on (a window open there closes), and a block in
  *     user space means IF on, nothing saved.
  * popf restores the IF that the vCPU's last pushf saw (pushf; cli; ...;
@@ -22,16 +24,18 @@
  * a popf with no pushf before it is counted (HOLDS_POPF_UNPAIRED) and
  * leaves IF as it was.
  *
- * Spinlock holds: the lock's address is the first locked or 4-byte access
- * made by a spinlock acquire function (syms' acquire ranges:
- * _raw_spin_lock*, _raw_spin_trylock*, the queued slow path; a qspinlock
- * is 4 bytes, and a kernel booted on one CPU turns its lock prefixes
- * into DS prefixes unless booted with noreplace-smp); the hold starts at the last
- * access to that word made inside those functions and ends at the next
- * one-byte store to it made outside them (queued_spin_unlock()'s
- * smp_store_release() of the locked byte, inline or not).  A trylock that
- * failed leaves an entry that no store ends; a later acquire of the same
- * word replaces it.
+ * Spinlock holds: the lock's address is that of the first cmpxchg or
+ * locked access made by a spinlock acquire function (syms' acquire
+ * ranges: _raw_spin_lock*, _raw_spin_trylock*, the queued slow path; a
+ * kernel booted on one CPU turns its lock prefixes into DS prefixes
+ * unless booted with noreplace-smp, hence cmpxchg with or without one);
+ * a trylock that finds the lock taken reads it and tries no cmpxchg, and
+ * takes nothing.  The hold starts at the last access to that word made
+ * inside those functions and ends at the next one-byte store to it made
+ * outside them (queued_spin_unlock()'s smp_store_release() of the locked
+ * byte, inline or not).  An interrupt taken inside an acquire function
+ * (plain spin_lock() spins with IRQs on) saves its state with IF and gets
+ * it back at the iretq.
  *
  * Each window or hold is charged to a site: the address of the call that
  * entered the acquire function (for a cli in one, and for every hold), or
@@ -58,7 +62,7 @@ enum hold_note {
 	HOLDS_POPF_UNPAIRED,	/* a popf with no pushf before it */
 	HOLDS_NEST_OVERFLOW,	/* entries nested beyond HOLDS_MAX_NEST */
 	HOLDS_USER_IN_WINDOW,	/* user code ran with a window open */
-	HOLDS_HELD_DROPPED,	/* a held lock pushed out (trylock failures) */
+	HOLDS_HELD_DROPPED,	/* a held lock pushed out: more than 8 held */
 	NR_HOLD_NOTES
 };
 static const char *const hold_note_names[NR_HOLD_NOTES] = {
@@ -93,6 +97,12 @@ struct hold_bucket {
 	bool used;
 };
 
+/* An acquire function's state, kept across an interrupt. */
+struct hold_acquire {
+	uint64_t lock_site, acq_addr, acq_time;
+	bool in_acquire;
+};
+
 struct holds_cpu {
 	bool irqs_off, window;
 	/* What the last pushf saw, and whether a popf has used it. */
@@ -100,9 +110,9 @@ struct holds_cpu {
 	struct hold_open win;
 	unsigned int depth;
 	bool saved[HOLDS_MAX_NEST];
+	struct hold_acquire saved_acq[HOLDS_MAX_NEST];
 	/* The call site of the acquire function being run, and its lock. */
-	uint64_t lock_site, acq_addr, acq_time;
-	bool in_acquire;
+	struct hold_acquire acq;
 	struct hold_open held[HOLDS_MAX_HELD];
 	unsigned int nr_held;
 	uint64_t notes[NR_HOLD_NOTES];
@@ -247,32 +257,41 @@ static inline void holds_block(struct holds_cpu *c, const struct hold_syms *s,
 {
 	bool acquire;
 
+	struct hold_acquire *a = &c->acq;
+
 	if (user) {
 		if (c->window)
 			c->notes[HOLDS_USER_IN_WINDOW]++;
-		c->irqs_off = c->window = c->in_acquire = false;
+		c->irqs_off = c->window = a->in_acquire = false;
 		c->depth = 0;
 		return;
 	}
+	/*
+	 * Only the vector stubs jump to an entry point; any other way in is
+	 * the CPU's, also right after an iretq or sysretq that let a pending
+	 * interrupt in.
+	 */
 	if (hold_in(s->entry, s->nr_entry, vaddr) &&
-	    !hold_in(s->entry_text, s->nr_entry_text, prev_vaddr) &&
 	    !hold_in(s->entry, s->nr_entry, prev_vaddr)) {
-		if (c->depth < HOLDS_MAX_NEST)
+		if (c->depth < HOLDS_MAX_NEST) {
+			c->saved_acq[c->depth] = *a;
 			c->saved[c->depth++] = c->irqs_off;
-		else
+		} else {
 			c->notes[HOLDS_NEST_OVERFLOW]++;
+		}
 		c->irqs_off = true;
+		a->in_acquire = false;
 	}
 	acquire = holds_is_acquire(s, vaddr);
-	if (acquire && !c->in_acquire) {
-		c->lock_site = prev_last;
-		c->acq_addr = 0;
-	} else if (!acquire && c->in_acquire && c->acq_addr) {
+	if (acquire && !a->in_acquire) {
+		a->lock_site = prev_last;
+		a->acq_addr = 0;
+	} else if (!acquire && a->in_acquire && a->acq_addr) {
 		/* Left the acquire function: the lock is held. */
 		unsigned int i;
 
 		for (i = 0; i < c->nr_held; i++)
-			if (c->held[i].addr == c->acq_addr)
+			if (c->held[i].addr == a->acq_addr)
 				break;
 		if (i == c->nr_held && c->nr_held == HOLDS_MAX_HELD) {
 			c->notes[HOLDS_HELD_DROPPED]++;
@@ -280,12 +299,12 @@ static inline void holds_block(struct holds_cpu *c, const struct hold_syms *s,
 				(HOLDS_MAX_HELD - 1) * sizeof(c->held[0]));
 			i = --c->nr_held;
 		}
-		c->held[i] = (struct hold_open){ c->acq_time, c->lock_site,
-						 c->acq_addr, region };
+		c->held[i] = (struct hold_open){ a->acq_time, a->lock_site,
+						 a->acq_addr, region };
 		if (i == c->nr_held)
 			c->nr_held++;
 	}
-	c->in_acquire = acquire;
+	a->in_acquire = acquire;
 }
 
 /* cli (@set false) or sti (@set true) at @pc, time @now. */
@@ -298,7 +317,7 @@ static inline void holds_if(struct holds_cpu *c, const struct hold_syms *s,
 			return;
 		c->irqs_off = c->window = true;
 		c->win = (struct hold_open){
-			now, holds_is_acquire(s, pc) ? c->lock_site : pc, 0,
+			now, holds_is_acquire(s, pc) ? c->acq.lock_site : pc, 0,
 			region };
 		return;
 	}
@@ -312,14 +331,26 @@ static inline void holds_sysret(struct holds_cpu *c, uint64_t now)
 {
 	if (c->window)
 		holds_count(c, HOLD_IRQ, &c->win, now);
-	c->irqs_off = c->window = c->in_acquire = false;
+	c->irqs_off = c->window = c->acq.in_acquire = false;
 	c->depth = 0;
 }
 
-/* iretq at time @now: IF as the matching entry found it. */
-static inline void holds_iret(struct holds_cpu *c, uint64_t now)
+/*
+ * iretq at @pc, time @now: IF (and an interrupted acquire function's
+ * state) as the matching entry found it.
+ */
+static inline void holds_iret(struct holds_cpu *c, const struct hold_syms *s,
+			      uint64_t pc, uint64_t now)
 {
-	c->irqs_off = c->depth ? c->saved[--c->depth] : false;
+	if (!hold_in(s->entry_text, s->nr_entry_text, pc))
+		return;
+	if (c->depth) {
+		c->depth--;
+		c->irqs_off = c->saved[c->depth];
+		c->acq = c->saved_acq[c->depth];
+	} else {
+		c->irqs_off = false;
+	}
 	if (!c->irqs_off && c->window) {
 		holds_count(c, HOLD_IRQ, &c->win, now);
 		c->window = false;
@@ -350,20 +381,22 @@ static inline void holds_popf(struct holds_cpu *c, uint64_t now)
 }
 
 /*
- * A data access to @addr of @size bytes at time @now; @store, @locked:
- * its kind; @acquire: made by an instruction of an acquire function.
+ * A data access to @addr of @size bytes at time @now; @store: its kind;
+ * @cmpxchg: made by a cmpxchg or a locked instruction; @acquire: by an
+ * instruction of an acquire function.
  */
 static inline void holds_access(struct holds_cpu *c, uint64_t addr,
-				unsigned int size, bool store, bool locked,
+				unsigned int size, bool store, bool cmpxchg,
 				bool acquire, uint64_t now)
 {
+	struct hold_acquire *a = &c->acq;
 	unsigned int i;
 
 	if (acquire) {
-		if (!c->acq_addr && (locked || size == 4))
-			c->acq_addr = addr & ~3ULL;
-		if (c->acq_addr && (addr & ~3ULL) == c->acq_addr)
-			c->acq_time = now;
+		if (!a->acq_addr && cmpxchg)
+			a->acq_addr = addr & ~3ULL;
+		if (a->acq_addr && (addr & ~3ULL) == a->acq_addr)
+			a->acq_time = now;
 		return;
 	}
 	if (!store || size != 1 || !c->nr_held)

@@ -255,8 +255,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 
 	if (ref)
 		holds_access(&holds, vaddr, size, qemu_plugin_mem_is_store(info),
-			     ref->cls == X86_LOCKED, ref->acquire,
-			     block_start + ref->k);
+			     ref->cls == X86_LOCKED || ref->cls == X86_CMPXCHG,
+			     ref->acquire, block_start + ref->k);
 	if (!virtual_addresses) {
 		struct qemu_plugin_hwaddr *hw =
 			qemu_plugin_get_hwaddr(info, vaddr);
@@ -312,7 +312,7 @@ static void if_insn(unsigned int vcpu, void *userdata)
 		holds_popf(&holds, now);
 		break;
 	case X86_IRETQ:
-		holds_iret(&holds, now);
+		holds_iret(&holds, &hold_syms, ref->b->insn_vaddr[ref->k], now);
 		break;
 	case X86_SYSRETQ:
 		holds_sysret(&holds, now);
@@ -362,7 +362,7 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 			*ref = (struct insn_ref){ b, k, c, holds_is_acquire(
 				&hold_syms, b->insn_vaddr[k]) };
-			if (c >= X86_CLI)
+			if (c >= X86_CLI && c <= X86_SYSRETQ)
 				qemu_plugin_register_vcpu_insn_exec_cb(
 					insn, if_insn, QEMU_PLUGIN_CB_NO_REGS,
 					ref);

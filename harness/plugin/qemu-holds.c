@@ -130,7 +130,7 @@ static void if_insn(unsigned int vcpu_index, void *userdata)
 		holds_popf(&v->holds, now);
 		break;
 	case X86_IRETQ:
-		holds_iret(&v->holds, now);
+		holds_iret(&v->holds, &syms, ref->vaddr, now);
 		break;
 	case X86_SYSRETQ:
 		holds_sysret(&v->holds, now);
@@ -149,7 +149,8 @@ static void mem_access(unsigned int vcpu_index, qemu_plugin_meminfo_t info,
 	if (!v)
 		return;
 	holds_access(&v->holds, vaddr, 1u << qemu_plugin_mem_size_shift(info),
-		     qemu_plugin_mem_is_store(info), ref->cls == X86_LOCKED,
+		     qemu_plugin_mem_is_store(info),
+		     ref->cls == X86_LOCKED || ref->cls == X86_CMPXCHG,
 		     ref->acquire, v->block_start + ref->k);
 }
 
@@ -178,7 +179,7 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		*ref = (struct insn_ref){ b, k,
 			x86_class(code, qemu_plugin_insn_size(insn)),
 			holds_is_acquire(&syms, vaddr), vaddr };
-		if (b->kernel && ref->cls >= X86_CLI)
+		if (b->kernel && ref->cls >= X86_CLI && ref->cls <= X86_SYSRETQ)
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, if_insn, QEMU_PLUGIN_CB_NO_REGS, ref);
 		if (b->kernel)

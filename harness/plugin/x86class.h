@@ -22,6 +22,7 @@ enum x86_class {
 	X86_POPF,		/* 9d */
 	X86_IRETQ,		/* 48 cf: IF as the stack has it */
 	X86_SYSRETQ,		/* 48 0f 07: back to user space */
+	X86_CMPXCHG,		/* 0f b0/b1 without lock prefix (DS on UP) */
 };
 
 /*
@@ -57,6 +58,9 @@ static inline enum x86_class x86_class(const unsigned char *code, size_t len)
 		return lock ? X86_CMPXCHG16B_LOCKED : X86_CMPXCHG16B;
 	if (lock)
 		return X86_LOCKED;
+	if (code[i] == 0x0f && i + 1 < len &&
+	    (code[i + 1] == 0xb0 || code[i + 1] == 0xb1))
+		return X86_CMPXCHG;
 	if ((code[i] == 0x86 || code[i] == 0x87) && i + 1 < len &&
 	    (code[i + 1] >> 6) != 3)
 		return X86_LOCKED;
