@@ -547,6 +547,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", type=positive, default=holds.RUNS,
                    help="boots per kernel and CPU count (default %d)"
                    % holds.RUNS)
+    p.add_argument("--cpus", default=holds.CPUS,
+                   type=names([str(n) for _, n in holds.MODES], "CPU count",
+                              True),
+                   help="comma list of CPU counts (default %s; SLOB's test "
+                   "f on four takes over 10 minutes a boot)" % holds.CPUS)
     record_opt(p)
     return ap
 

@@ -190,6 +190,7 @@ TEST = "f"
 BOOT_TIMEOUT = 1800
 # Boots per kernel and CPU count: the range over them is the figure.
 RUNS = 3
+CPUS = ",".join(str(n) for _, n in MODES)
 
 
 def read_holds(path: str) -> tuple[dict[str, int], list[Hold]]:
@@ -336,10 +337,16 @@ def check_args(args: argparse.Namespace) -> list[str]:
     return allocs
 
 
+def modes(cpus: str) -> list[str]:
+    """The boot modes of --cpus (a comma list of 2 and 4)."""
+    return [mode for mode, n in MODES if str(n) in cpus.split(",")]
+
+
 def main(args: argparse.Namespace) -> int:
     allocs = check_args(args)
-    cmd = "./bulk holds --alloc %s --runs %d%s" % (
-        ",".join(allocs), args.runs, " --quick" if args.quick else "")
+    cmd = "./bulk holds --alloc %s --cpus %s --runs %d%s" % (
+        ",".join(allocs), args.cpus, args.runs,
+        " --quick" if args.quick else "")
     basetree.prepare("holds")
     if basetree.bench_patch() is None:
         raise StageError("holds", "the benchmark module (%s) is not in the "
@@ -349,14 +356,16 @@ def main(args: argparse.Namespace) -> int:
     for alloc in allocs:
         for tr, side in profile.TREES:
             kbuild.build(alloc, tr)
-            for mode, _ in MODES:
+            for mode in modes(args.cpus):
                 for run in range(1, args.runs + 1):
                     runs.append(boot_holds(alloc, tr, side, mode, run,
                                            args.quick, plugin))
     md, data = render(cmd, runs)
     name = os.path.join(records.folder("bench", args.record),
-                        "holds-%s%s" % ("-".join(allocs),
-                                        "-quick" if args.quick else ""))
+                        "holds-%s%s%s" % (
+                            "-".join(allocs), "" if args.cpus == CPUS else
+                            "-cpus" + args.cpus.replace(",", ""),
+                            "-quick" if args.quick else ""))
     st = records.stamp()
     records.write_json(name + ".json", data, st)
     print(md)
