@@ -21,14 +21,15 @@ SERVER = ((48 << 10, 12), (2 << 20, 16), (30 << 20, 15))
 LEVELS = ("L1D", "L2", "LLC")
 
 
-def build(define: str = "") -> str:
-    """The driver, compiled with the model (broken by -D@define if given)."""
-    out = os.path.join(hermetic.SCRATCH, "cachesim_test" + (
+def build(define: str = "", driver: str = DRIVER) -> str:
+    """@driver (a C file of tests/), compiled with the plugin's headers
+    (broken by -D@define if given)."""
+    out = os.path.join(hermetic.SCRATCH, os.path.basename(driver)[:-2] + (
         "-" + define if define else ""))
     if os.path.exists(out):
         return out
     cmd = ["gcc", "-O2", "-Wall", "-Werror", "-I", PLUGIN_DIR, "-o", out,
-           DRIVER]
+           driver]
     if define:
         cmd.insert(1, "-D" + define)
     subprocess.run(cmd, check=True, capture_output=True, text=True)

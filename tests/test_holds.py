@@ -9,22 +9,13 @@ import unittest
 
 import hermetic
 import holds
+import test_costs
 
-PLUGIN_DIR = os.path.join(hermetic.ROOT, "harness", "plugin")
 DRIVER = os.path.join(hermetic.HERE, "holds_test.c")
 
 
 def build(define: str = "") -> str:
-    out = os.path.join(hermetic.SCRATCH, "holds_test" + (
-        "-" + define if define else ""))
-    if os.path.exists(out):
-        return out
-    cmd = ["gcc", "-O2", "-Wall", "-Werror", "-I", PLUGIN_DIR, "-o", out,
-           DRIVER]
-    if define:
-        cmd.insert(1, "-D" + define)
-    subprocess.run(cmd, check=True, capture_output=True, text=True)
-    return out
+    return test_costs.build(define, DRIVER)
 
 
 def run(binary: str, script: str) -> tuple[dict[str, int], set[str]]:
