@@ -39,7 +39,7 @@ import profile
 import measure
 import record as records
 from benchparse import Record
-from common import BUILD, REPO, StageError, rel, say
+from common import BUILD, REPO, StageError, say
 
 PLUGIN_SRC = os.path.join(REPO, "harness", "plugin", "qemu-cost.c")
 PLUGIN = os.path.join(BUILD, "costs", "qemu-cost.so")
@@ -556,9 +556,5 @@ def main(args: argparse.Namespace) -> int:
     record = args.record
     name = os.path.join(records.folder("bench", record),
                         bench.report_name(allocs, args.quick) + "-costs")
-    st = records.stamp()
-    records.write_json(name + ".json", data, st)
-    print(md)
-    say("costs: wrote %s, in %s" % (rel(records.write_markdown(
-        name + ".md", md, st)), records.where(record)))
+    records.publish("costs", name, md, data, record)
     return 0

@@ -26,7 +26,7 @@ import measure
 import profile
 import record as records
 import registry
-from common import BUILD, REPO, StageError, rel, say
+from common import BUILD, REPO, StageError, rel
 
 # Spinlock acquire functions: out of line on x86 (no ARCH_INLINE_SPIN_*),
 # the queued slow path included.
@@ -366,9 +366,5 @@ def main(args: argparse.Namespace) -> int:
                             "-".join(allocs), "" if args.cpus == CPUS else
                             "-cpus" + args.cpus.replace(",", ""),
                             "-quick" if args.quick else ""))
-    st = records.stamp()
-    records.write_json(name + ".json", data, st)
-    print(md)
-    say("holds: wrote %s, in %s" % (rel(records.write_markdown(
-        name + ".md", md, st)), records.where(args.record)))
+    records.publish("holds", name, md, data, args.record)
     return 0

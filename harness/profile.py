@@ -46,7 +46,7 @@ import measure
 import record as records
 import registry
 from benchparse import Record
-from common import BUILD, REPO, StageError, need_tools, rel, say
+from common import BUILD, REPO, StageError, need_tools, rel
 
 PLUGIN_SRC = os.path.join(REPO, "harness", "plugin", "qemu-prof.c")
 PLUGIN = os.path.join(BUILD, "profile", "qemu-prof.so")
@@ -412,9 +412,5 @@ def main(args: argparse.Namespace) -> int:
     md, data = report(alloc, cmd, sides, args.top)
     name = os.path.join(records.folder("experiments", args.record), "profile-%s-%s-%s"
                         % (alloc, tests, "-".join(map(str, sizes))))
-    st = records.stamp()
-    records.write_json(name + ".json", data, st)
-    print(md)
-    say("profile: wrote %s, in %s" % (rel(records.write_markdown(
-        name + ".md", md, st)), records.where(args.record)))
+    records.publish("profile", name, md, data, args.record)
     return 0

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import Any, Optional
 
-from common import BASE_FILE, BUILD, REPO, RESULTS, read_kv, rel
+from common import BASE_FILE, BUILD, REPO, RESULTS, read_kv, rel, say
 
 # The folders of results/, and what each holds (results/README.md says
 # the same for a reader).
@@ -147,6 +147,19 @@ def write_json(path: str, data: dict[str, Any], st: Stamp) -> str:
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
         f.write("\n")
+    return path
+
+
+def publish(step: str, name: str, md: str, data: dict[str, Any],
+            record: bool) -> str:
+    """A measuring command's end: @name.json and @name.md (@name without
+    its suffix, in folder()'s folder) stamped, the markdown printed, and
+    a line saying where they went.  The markdown's path."""
+    st = stamp()
+    write_json(name + ".json", data, st)
+    path = write_markdown(name + ".md", md, st)
+    print(md)
+    say("%s: wrote %s, in %s" % (step, rel(path), where(record)))
     return path
 
 

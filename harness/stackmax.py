@@ -191,9 +191,5 @@ def main(args: argparse.Namespace) -> int:
             found.append(run_one(tr, side, name, load, append, k))
     md, data = render(cmd, found)
     name = os.path.join(records.folder("bench", args.record), "stack-live")
-    st = records.stamp()
-    records.write_json(name + ".json", data, st)
-    print(md)
-    say("stack --live: wrote %s, in %s" % (rel(records.write_markdown(
-        name + ".md", md, st)), records.where(args.record)))
+    records.publish("stack --live", name, md, data, args.record)
     return 0
