@@ -50,8 +50,7 @@ int main(int argc, char **argv)
 
 		if (!strcmp(e, "b")) {
 			holds_block(&c, &s, a, prev, prev ? prev + 4 : 0,
-				    a >= 0x100000,
-				    now, region);
+				    a >= 0x100000, region);
 			prev = a;
 			i++;
 		} else if (!strcmp(e, "cli") || !strcmp(e, "sti")) {

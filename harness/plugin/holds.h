@@ -248,11 +248,11 @@ static inline void holds_count(struct holds_cpu *c, enum hold_kind kind,
 
 /*
  * A block starts at @vaddr, after one at @prev_vaddr whose last
- * instruction was at @prev_last (0, 0: none), at time @now.
+ * instruction was at @prev_last (0, 0: none), in timed region @region.
  */
 static inline void holds_block(struct holds_cpu *c, const struct hold_syms *s,
 			       uint64_t vaddr, uint64_t prev_vaddr,
-			       uint64_t prev_last, bool user, uint64_t now,
+			       uint64_t prev_last, bool user,
 			       unsigned int region)
 {
 	bool acquire;

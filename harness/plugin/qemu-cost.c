@@ -202,7 +202,7 @@ static void block_exec(unsigned int vcpu, void *userdata)
 		holds_block(&holds, &hold_syms, b->shape.vaddr,
 			    last_block ? last_block->shape.vaddr : 0,
 			    last_block ? last_block->shape.last_vaddr : 0,
-			    !b->kernel, executed, timed ? nr_regions : 0);
+			    !b->kernel, timed ? nr_regions : 0);
 	last_block = b;
 	last_region = timed ? nr_regions : 0;
 	last_done = false;

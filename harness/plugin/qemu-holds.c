@@ -92,7 +92,7 @@ static void block_exec(unsigned int vcpu_index, void *userdata)
 	holds_block(&v->holds, &syms, b->shape.vaddr,
 		    prev ? prev->shape.vaddr : 0,
 		    prev ? prev->shape.last_vaddr : 0, !b->kernel,
-		    v->executed, module_ran);
+		    module_ran);
 	v->last_block = b;
 	v->last_done = false;
 }
