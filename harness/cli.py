@@ -36,6 +36,7 @@ import kunit
 import kunit_each
 import movebase
 import net
+import noise
 import packages
 import record
 import registry
@@ -553,6 +554,24 @@ def parser() -> argparse.ArgumentParser:
                    help="comma list of CPU counts (default %s; SLOB's test "
                    "f on four takes over 10 minutes a boot)" % holds.CPUS)
     record_opt(p)
+    p = verb("noise", "the layout noise floor of the benchmark",
+             "the series tip and variants of it, each the tip plus one "
+             "generated no-op commit that only moves code (a function of "
+             "nops nothing calls), built in build/bisect/linux and booted "
+             "in exact mode; per row the tip's figure, each variant's and "
+             "the largest change, per test the median and largest change",
+             kept("experiments", "noise-ALLOC.md and .json"),
+             "a kernel build and a boot per variant and for the tip: 45 s "
+             "for slub, test a, two variants, with the tip built (a relink "
+             "of 4 s and a boot of 10 s each)")
+    alloc_opt(p, registry.ALLOCATORS, False)
+    tests_opt(p, registry.EXACT_TESTS, registry.DEFAULT_TESTS)
+    p.add_argument("--variants", type=positive, default=len(noise.VARIANTS),
+                   help="how many of the %d variants to boot (default %d): "
+                   "%s" % (len(noise.VARIANTS), len(noise.VARIANTS), "; ".join(
+                       "%s: %s" % (v.name, v.describe("ALLOC"))
+                       for v in noise.VARIANTS)))
+    record_opt(p)
     return ap
 
 
@@ -604,6 +623,7 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "net": net.validate,
     "profile": profile.check_args,
     "holds": holds.check_args,
+    "noise": noise.check_args,
 }
 
 
@@ -691,7 +711,7 @@ MAINS: dict[str, Callable[[argparse.Namespace], int]] = {
     "move-base": movebase.main, "bench-each": bench_each.main,
     "bench-prev": benchprev.main, "net": net.main, "profile": profile.main,
     "callers": callers.main, "report": bench.report_main,
-    "suites": suites.main, "holds": holds.main,
+    "suites": suites.main, "holds": holds.main, "noise": noise.main,
     "stack": lambda args: (stackmax.main if args.live else stack.main)(args),
 }
 
