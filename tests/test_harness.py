@@ -409,25 +409,6 @@ class KunitStage(unittest.TestCase):
         with open(path, encoding="utf-8") as f:
             self.assertIn("CONFIG_DEBUG_VM=y", f.read().split())
 
-    def test_counted_cases_must_run_with_slub_stats(self):
-        # The contract cases that count SLUB's events skip without
-        # CONFIG_SLUB_STATS, on debug caches and under generic KASAN: one
-        # run on one CPU has SLUB_STATS and none of the others, and must
-        # run both.
-        cases = {"slab_bulk_refill_node_counted",
-                 "slab_bulk_free_emptied_counted"}
-        runs = [r for r in kunit.KUNIT_RUNS if cases <= set(r.must_run)]
-        self.assertEqual(len(runs), 1)
-        r = runs[0]
-        self.assertEqual(r.mode, "exact")
-        self.assertNotIn("slub_debug", r.append)
-        sets = kconfig.CONFIG_SETS[r.config]
-        self.assertIn("stats", sets)
-        self.assertNotIn("debug", sets)
-        path = os.path.join(REPO, "configs", "stats.config")
-        with open(path, encoding="utf-8") as f:
-            self.assertIn("CONFIG_SLUB_STATS=y", f.read().split())
-
     def test_a_must_run_case_that_skips_fails_the_run(self):
         r = kunit.KunitRun("slub-stats", "exact", must_run=("a", "b"))
         tree = {"name": "slab_bulk", "sub_groups": [], "test_cases": [
