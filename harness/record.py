@@ -31,6 +31,8 @@ KINDS = {
     "suites": "the kernel's own suites that use the bulk API, base vs series",
     "experiments": "one-off measurements of variants not in the series",
     "superseded": "records a later run replaced, kept for their history",
+    "v2": "the v2 series' records (43 patches), kept for the review that "
+          "bounced it: the code they measured is not in patches/",
 }
 SCRATCH = os.path.join(BUILD, "results")
 
