@@ -556,21 +556,27 @@ def parser() -> argparse.ArgumentParser:
     record_opt(p)
     p = verb("noise", "the layout noise floor of the benchmark",
              "the series tip and variants of it, each the tip plus one "
-             "generated no-op commit that only moves code (a function of "
-             "nops nothing calls), built in build/bisect/linux and booted "
-             "in exact mode; per row the tip's figure, each variant's and "
-             "the largest change, per test the median and largest change",
+             "generated commit that changes no code path, only where things "
+             "lie: code (a function of nops nothing calls), data (a used "
+             "static array in .data or .bss) or heap (a late_initcall that "
+             "allocates and keeps a few objects and pages; measurement "
+             "only), built in build/bisect/linux and booted in exact mode; "
+             "per row the tip's figure, each variant's and the largest "
+             "change, per kind of variant and per test the median and "
+             "largest change",
              kept("experiments", "noise-ALLOC.md and .json"),
-             "a kernel build and a boot per variant and for the tip: 45 s "
-             "for slub, test a, two variants, with the tip built (a relink "
-             "of 4 s and a boot of 10 s each)")
+             "a kernel build and a boot per variant and for the tip: 3 min "
+             "8 s for slub, tests abcdeg, all seven variants, with the tip "
+             "built (a relink of 3 to 11 s and a boot of 18 s each)")
     alloc_opt(p, registry.ALLOCATORS, False)
     tests_opt(p, registry.EXACT_TESTS, registry.DEFAULT_TESTS)
     p.add_argument("--variants", type=positive, default=len(noise.VARIANTS),
-                   help="how many of the %d variants to boot (default %d): "
-                   "%s" % (len(noise.VARIANTS), len(noise.VARIANTS), "; ".join(
-                       "%s: %s" % (v.name, v.describe("ALLOC"))
-                       for v in noise.VARIANTS)))
+                   help="how many of the %d variants to boot, the first K "
+                   "(default %d; 3 covers each kind): %s" % (
+                       len(noise.VARIANTS), len(noise.VARIANTS), "; ".join(
+                           "%s (%s): %s" % (v.name, v.kind,
+                                            v.describe("ALLOC"))
+                           for v in noise.VARIANTS)))
     record_opt(p)
     return ap
 

@@ -2,6 +2,7 @@
 import argparse
 import contextlib
 import io
+import json
 import os
 import tempfile
 import shutil
@@ -27,16 +28,27 @@ SOURCE = "// SPDX-License-Identifier: GPL-2.0\n/*\n * SLUB\n */\nint x;\n"
 
 
 class Variants(unittest.TestCase):
+    def test_the_order_covers_each_kind_in_the_first_three(self):
+        self.assertEqual([(v.name, v.kind) for v in noise.VARIANTS], [
+            ("c1", "code"), ("d1", "data"), ("h1", "heap"), ("c2", "code"),
+            ("d2", "data"), ("h2", "heap"), ("c3", "code")])
+        self.assertEqual({v.kind for v in noise.VARIANTS[:3]},
+                         set(noise.KINDS))
+        # The code variants of the first version of ./bulk noise, kept.
+        self.assertEqual([(v.size, v.file("slub"), v.top)
+                          for v in noise.VARIANTS if v.kind == "code"],
+                         [(64, "mm/slub.c", True), (192, "mm/slub.c", False),
+                          (128, "init/main.c", False)])
+
     def test_the_function_is_nops_never_called(self):
         self.assertEqual(noise.pad_code(noise.VARIANTS[0]),
-                         "/* ./bulk noise v1: layout padding, never called. */\n"
-                         "static noinline __used void slab_bulk_noise_v1(void)\n"
+                         "/* ./bulk noise c1: layout padding, never called. */\n"
+                         "static noinline __used void slab_bulk_noise_c1(void)\n"
                          "{\n"
                          "\tasm volatile(\".rept 64\\n\\tnop\\n\\t.endr\");\n"
                          "}\n")
-        self.assertEqual([v.size for v in noise.VARIANTS], [64, 192, 128])
 
-    def test_v1_at_the_top_of_the_allocator(self):
+    def test_c1_at_the_top_of_the_allocator(self):
         v = noise.VARIANTS[0]
         self.assertEqual([v.file(a) for a in ("slub", "slab", "slob")],
                          ["mm/slub.c", "mm/slab.c", "mm/slob.c"])
@@ -44,8 +56,8 @@ class Variants(unittest.TestCase):
                          "// SPDX-License-Identifier: GPL-2.0\n\n" +
                          noise.pad_code(v) + "\n/*\n * SLUB\n */\nint x;\n")
 
-    def test_v2_at_the_end_of_the_allocator(self):
-        v = noise.VARIANTS[1]
+    def test_c2_at_the_end_of_the_allocator(self):
+        v = noise.VARIANTS[3]
         self.assertEqual(v.file("slob"), "mm/slob.c")
         self.assertEqual(noise.padded(v, SOURCE),
                          SOURCE + "\n" + noise.pad_code(v))
@@ -53,13 +65,100 @@ class Variants(unittest.TestCase):
         self.assertEqual(noise.padded(v, "int x;"),
                          "int x;\n\n" + noise.pad_code(v))
 
-    def test_v3_in_a_file_linked_before_mm(self):
-        v = noise.VARIANTS[2]
+    def test_c3_in_a_file_linked_before_mm(self):
+        v = noise.VARIANTS[6]
         self.assertEqual(v.file("slab"), "init/main.c")
         self.assertEqual(noise.padded(v, SOURCE),
                          SOURCE + "\n" + noise.pad_code(v))
         self.assertEqual(v.describe("slab"), "128 bytes of nops in a "
-                         "function at the end of init/main.c")
+                         "never-called function at the end of init/main.c")
+
+    def test_d1_an_initialised_array_in_init_main_data(self):
+        v = noise.VARIANTS[1]
+        self.assertEqual(noise.pad_code(v),
+                         "/* ./bulk noise d1: layout padding in .data, never "
+                         "read. */\n"
+                         "static char slab_bulk_noise_d1[4096] __used = "
+                         "{ 1 };\n")
+        self.assertEqual(noise.padded(v, SOURCE),
+                         SOURCE + "\n" + noise.pad_code(v))
+        self.assertEqual(v.describe("slub"), "a used 4096-byte static array "
+                         "in .data at the end of init/main.c")
+
+    def test_d2_an_array_in_the_allocator_s_bss(self):
+        v = noise.VARIANTS[4]
+        self.assertEqual(noise.pad_code(v),
+                         "/* ./bulk noise d2: layout padding in .bss, never "
+                         "read. */\n"
+                         "static char slab_bulk_noise_d2[4160] __used;\n")
+        self.assertEqual(noise.padded(v, SOURCE),
+                         "// SPDX-License-Identifier: GPL-2.0\n\n" +
+                         noise.pad_code(v) + "\n/*\n * SLUB\n */\nint x;\n")
+        self.assertEqual(v.describe("slab"), "a used 4160-byte static array "
+                         "in .bss at the top of mm/slab.c")
+
+    def test_h1_allocations_kept_from_a_late_initcall(self):
+        v = noise.VARIANTS[2]
+        code = noise.pad_code(v)
+        self.assertEqual(code,
+                         "/*\n"
+                         " * ./bulk noise h1: MEASUREMENT ONLY, never part of "
+                         "the series:\n"
+                         " * objects and pages allocated once at boot and "
+                         "never freed,\n"
+                         " * so that every later allocation starts from other "
+                         "slab and\n"
+                         " * page positions.\n"
+                         " */\n"
+                         "static void *slab_bulk_noise_h1_kept[4] __used;\n"
+                         "\n"
+                         "static int __init slab_bulk_noise_h1(void)\n"
+                         "{\n"
+                         "\tslab_bulk_noise_h1_kept[0] = kmalloc(64, "
+                         "GFP_KERNEL);\n"
+                         "\tslab_bulk_noise_h1_kept[1] = kmalloc(256, "
+                         "GFP_KERNEL);\n"
+                         "\tslab_bulk_noise_h1_kept[2] = kmalloc(1024, "
+                         "GFP_KERNEL);\n"
+                         "\tslab_bulk_noise_h1_kept[3] = alloc_page("
+                         "GFP_KERNEL);\n"
+                         "\treturn 0;\n"
+                         "}\n"
+                         "late_initcall(slab_bulk_noise_h1);\n")
+        # init/main.c includes slab.h (kmalloc, and alloc_page by gfp.h).
+        self.assertEqual(v.file("slob"), "init/main.c")
+        self.assertEqual(noise.padded(v, SOURCE), SOURCE + "\n" + code)
+        self.assertEqual(v.describe("slub"), "a late_initcall at the end of "
+                         "init/main.c that allocates and keeps kmalloc(64), "
+                         "kmalloc(256), kmalloc(1024) and one page "
+                         "(measurement only)")
+
+    def test_h2_other_sizes_and_two_pages(self):
+        v = noise.VARIANTS[5]
+        code = noise.pad_code(v)
+        self.assertIn("static void *slab_bulk_noise_h2_kept[6] __used;\n",
+                      code)
+        self.assertEqual([x.strip() for x in code.splitlines()
+                          if "_kept[" in x and "=" in x], [
+            "slab_bulk_noise_h2_kept[%d] = %s;" % (i, call) for i, call in
+            enumerate(["kmalloc(32, GFP_KERNEL)", "kmalloc(128, GFP_KERNEL)",
+                       "kmalloc(512, GFP_KERNEL)", "kmalloc(2048, GFP_KERNEL)",
+                       "alloc_page(GFP_KERNEL)", "alloc_page(GFP_KERNEL)"])])
+        self.assertTrue(code.endswith("late_initcall(slab_bulk_noise_h2);\n"))
+        self.assertNotIn("free", code.replace("never freed", ""))
+        self.assertIn("and 2 pages (measurement only)", v.describe("slub"))
+
+    def test_subjects(self):
+        self.assertEqual(noise.VARIANTS[1].subject("slub"),
+                         "noise d1 (data layout): a used 4096-byte static "
+                         "array in .data at the end of init/main.c; no "
+                         "functional change")
+        self.assertTrue(noise.VARIANTS[2].subject("slub").startswith(
+            "noise h1 (heap layout): a late_initcall"))
+        self.assertTrue(noise.VARIANTS[2].subject("slub").endswith(
+            "; throw-away, never in patches/"))
+        self.assertTrue(noise.VARIANTS[0].subject("slub").endswith(
+            "; no functional change"))
 
 
 class Commit(unittest.TestCase):
@@ -77,7 +176,7 @@ class Commit(unittest.TestCase):
         hermetic.git(self.repo, "commit", "-q", "-m", "patch 1")
         self.tip = hermetic.git(self.repo, "rev-parse", "HEAD").strip()
 
-    def test_one_commit_on_a_detached_head_adding_only_the_function(self):
+    def test_one_commit_on_a_detached_head_adding_only_the_variant(self):
         for v in noise.VARIANTS:
             with self.subTest(v.name):
                 hermetic.git(self.repo, "checkout", "-q", "series")
@@ -92,6 +191,9 @@ class Commit(unittest.TestCase):
                 self.assertEqual(hermetic.git(self.repo, "diff", "--name-only",
                                               self.tip, commit).split(),
                                  [v.file("slub")])
+                self.assertEqual(hermetic.git(self.repo, "log", "-1",
+                                              "--format=%s", commit).strip(),
+                                 v.subject("slub"))
                 added = [x for x in diff.splitlines()
                          if x.startswith("+") and not x.startswith("+++")]
                 self.assertFalse([x for x in diff.splitlines()
@@ -103,7 +205,7 @@ class Commit(unittest.TestCase):
                                               "--porcelain"), "")
 
     def test_the_same_variant_is_the_same_commit(self):
-        v = noise.VARIANTS[1]
+        v = noise.VARIANTS[2]
         first, _ = noise.commit_variant(self.repo, v, "slub")
         hermetic.git(self.repo, "checkout", "-q", "--detach", self.tip)
         self.assertEqual(noise.commit_variant(self.repo, v, "slub")[0], first)
@@ -113,55 +215,147 @@ class Arithmetic(unittest.TestCase):
     TIP = run(rec("a", "bulk", 8, 100.0), rec("a", "bulk", 16, 50.0),
               rec("a", "fallback", 8, 200.0), rec("a", "single", 1, 80.0),
               rec("c", "order_bulk", 8, 40.0))
-    V1 = run(rec("a", "bulk", 8, 102.0), rec("a", "bulk", 16, 50.0),
+    # Code moves nothing (as in the first runs), data and heap do.
+    C1 = TIP
+    D1 = run(rec("a", "bulk", 8, 102.0), rec("a", "bulk", 16, 50.0),
              rec("a", "fallback", 8, 199.0), rec("a", "single", 1, 80.0),
              rec("c", "order_bulk", 8, 40.4))
-    V2 = run(rec("a", "bulk", 8, 97.0), rec("a", "bulk", 16, 50.5),
+    H1 = run(rec("a", "bulk", 8, 97.0), rec("a", "bulk", 16, 50.5),
              rec("a", "fallback", 8, 200.0), rec("c", "order_bulk", 8, 40.0))
+    KINDS = ["code", "data", "heap"]
+    LABELS = ["c1", "d1", "h1"]
+
+    def rows(self, tests="ac"):
+        return noise.rows(self.TIP, [self.C1, self.D1, self.H1], tests)
 
     def test_rows_and_their_largest_change(self):
-        rs = noise.rows(self.TIP, [self.V1, self.V2], "ac")
         got = {(r.variant, r.key): (r.tip, r.others, round(100 * r.largest(), 3))
-               for r in rs}
+               for r in self.rows()}
         self.assertEqual(got, {
-            ("single", 1): (80.0, (80.0, None), 0.0),
-            ("bulk", 8): (100.0, (102.0, 97.0), 3.0),
-            ("bulk", 16): (50.0, (50.0, 50.5), 1.0),
-            ("fallback", 8): (200.0, (199.0, 200.0), 0.5),
-            ("order_bulk", 8): (40.0, (40.4, 40.0), 1.0)})
+            ("single", 1): (80.0, (80.0, 80.0, None), 0.0),
+            ("bulk", 8): (100.0, (100.0, 102.0, 97.0), 3.0),
+            ("bulk", 16): (50.0, (50.0, 50.0, 50.5), 1.0),
+            ("fallback", 8): (200.0, (200.0, 199.0, 200.0), 0.5),
+            ("order_bulk", 8): (40.0, (40.0, 40.4, 40.0), 1.0)})
+        # Per column: the data variant's largest at bulk n=8 is 2%.
+        bulk8 = [r for r in self.rows() if r.key == 8 and r.variant == "bulk"]
+        self.assertEqual(round(100 * bulk8[0].largest([1]), 6), 2.0)
+        self.assertEqual(bulk8[0].largest([0]), 0.0)
+        single = [r for r in self.rows() if r.variant == "single"][0]
+        self.assertEqual((single.change(2), single.largest([2])), (None, None))
         # Tests not asked for are left out.
-        self.assertEqual({r.test for r in noise.rows(self.TIP, [self.V1], "c")},
-                         {"c"})
+        self.assertEqual({r.test for r in noise.rows(self.TIP, [self.D1],
+                                                     "c")}, {"c"})
+
+    def test_kind_columns(self):
+        self.assertEqual(noise.kind_columns(["heap", "code", "data", "code"]),
+                         [("code", [1, 3]), ("data", [2]), ("heap", [0])])
+        self.assertEqual(noise.kind_columns(["code"]), [("code", [0])])
+
+    def test_by_kind(self):
+        got = {k: (cs, s.rows, s.moved, round(100 * s.median, 6),
+                   round(100 * s.largest, 6), s.at(self.LABELS))
+               for k, cs, s in noise.by_kind(self.rows(), self.KINDS)}
+        self.assertEqual(got, {
+            # Five rows, none moved: no row is the largest.
+            "code": ([0], 5, 0, 0.0, 0.0, "-"),
+            # |changes| 0 (single), 2 (bulk 8), 0 (bulk 16), 0.5
+            # (fallback), 1 (order_bulk): median 0.5, largest 2.
+            "data": ([1], 5, 3, 0.5, 2.0, "test a bulk n=8 (d1)"),
+            # No single row: 3, 1, 0, 0.
+            "heap": ([2], 4, 2, 0.5, 3.0, "test a bulk n=8 (h1)")})
+
+    def test_two_variants_of_a_kind_and_the_one_at_the_largest(self):
+        rs = noise.rows(self.TIP, [self.H1, self.D1], "a")
+        (k, cs, s), = noise.by_kind(rs, ["data", "data"])
+        self.assertEqual((k, cs, s.rows, s.moved), ("data", [0, 1], 4, 3))
+        self.assertEqual(s.at(["x1", "x2"]), "test a bulk n=8 (x1)")
+        self.assertEqual(s.to_json(["x1", "x2"]), {
+            "rows": 4, "moved": 3, "median": s.median, "largest": s.largest,
+            "at": {"test": "a", "variant": "bulk", "n": 8, "by": "x1"}})
 
     def test_summary_per_test(self):
-        s = noise.summary(noise.rows(self.TIP, [self.V1, self.V2], "ac"))
+        s = noise.summary(self.rows(), self.KINDS)
         self.assertEqual([x.test for x in s], ["a", "c"])
         a, c = s
-        # Test a: |changes| 0 (single, v1 only), 2, 3 (bulk 8), 0, 1
-        # (bulk 16), 0.5, 0 (fallback): median 0.5, largest 3 at bulk n=8.
-        self.assertEqual((a.rows, round(100 * a.median, 6),
-                          round(100 * a.largest, 6)), (4, 0.5, 3.0))
-        self.assertEqual((a.where.variant, a.where.key), ("bulk", 8))
-        self.assertEqual((c.rows, round(100 * c.median, 6),
-                          round(100 * c.largest, 6)), (1, 0.5, 1.0))
+        # Test a: |changes| single 0 0, bulk 8 0 2 3, bulk 16 0 0 1,
+        # fallback 0 0.5 0: eleven, seven of them 0: median 0, largest 3
+        # at bulk n=8 by h1; three of its four rows moved.
+        self.assertEqual((a.all.rows, a.all.moved, round(100 * a.all.median, 6),
+                          round(100 * a.all.largest, 6)), (4, 3, 0.0, 3.0))
+        self.assertEqual(a.all.at(self.LABELS), "test a bulk n=8 (h1)")
+        self.assertEqual([(k, round(100 * x, 6)) for k, x in a.kinds],
+                         [("code", 0.0), ("data", 2.0), ("heap", 3.0)])
+        self.assertEqual((c.all.rows, c.all.moved, round(100 * c.all.median, 6),
+                          round(100 * c.all.largest, 6)), (1, 1, 0.0, 1.0))
+        self.assertEqual(c.all.at(self.LABELS), "test c order_bulk n=8 (d1)")
+        self.assertEqual([(k, round(100 * x, 6)) for k, x in c.kinds],
+                         [("code", 0.0), ("data", 1.0), ("heap", 0.0)])
+
+    def test_a_kind_without_a_test_s_rows(self):
+        only_c = run(rec("c", "order_bulk", 8, 41.0))
+        s = noise.summary(noise.rows(self.TIP, [self.D1, only_c], "ac"),
+                          ["data", "heap"])
+        a, c = s
+        self.assertEqual((a.test, a.kinds[1]), ("a", ("heap", None)))
+        self.assertEqual((c.test, c.kinds[1][0], round(100 * c.kinds[1][1], 6)),
+                         ("c", "heap", 2.5))
+
+    def columns(self):
+        return [noise.Column("tip", "", "c" * 40, "patch 9, tip", "",
+                             self.TIP),
+                noise.Column("c1", "code", "d" * 40,
+                             noise.VARIANTS[0].describe("slub"),
+                             "--- a/mm/slub.c\n+++ b/mm/slub.c\n+x\n", self.C1),
+                noise.Column("d1", "data", "e" * 40,
+                             noise.VARIANTS[1].describe("slub"), "+y\n",
+                             self.D1),
+                noise.Column("h1", "heap", "f" * 40,
+                             noise.VARIANTS[2].describe("slub"), "+z\n",
+                             self.H1)]
 
     def test_markdown(self):
-        cols = [noise.Column("tip", "c" * 40, "patch 9, tip", "", self.TIP),
-                noise.Column("v1", "d" * 40, noise.VARIANTS[0].describe("slub"),
-                             "--- a/mm/slub.c\n+++ b/mm/slub.c\n+x\n", self.V1),
-                noise.Column("v2", "e" * 40, noise.VARIANTS[1].describe("slub"),
-                             "+y\n", self.V2)]
         md = noise.markdown("slub", "./bulk noise --alloc slub --tests ac "
-                            "--variants 2", "ac", cols)
+                            "--variants 3", "ac", self.columns())
         self.assertIn("Command: `./bulk noise --alloc slub --tests ac "
-                      "--variants 2`", md)
-        self.assertIn("| a | 4 | 0.500% | 3.000% | bulk n=8 |", md)
-        self.assertIn("| n | tip | v1 | v2 | largest change |", md)
-        self.assertIn("| 8 | 100.0 | 102.0 | 97.0 | 3.000% |", md)
-        self.assertIn("| 1 | 80.0 | 80.0 | - | 0.000% |", md)
-        self.assertIn("- v1: 64 bytes of nops in a function at the top of "
-                      "mm/slub.c", md)
+                      "--variants 3`", md)
+        # Which variants move code, data or heap.
+        self.assertIn("- **code** (c1): a never-called function of nops", md)
+        self.assertIn("- **data** (d1): a used static array, in .data or "
+                      ".bss", md)
+        self.assertIn("- **heap** (h1): a late_initcall that allocates", md)
+        self.assertIn("(a measurement-only change, never part of the series;",
+                      md)
+        self.assertIn("- c1 (code): 64 bytes of nops in a never-called "
+                      "function at the top of mm/slub.c", md)
+        self.assertIn("- h1 (heap): a late_initcall at the end of "
+                      "init/main.c", md)
+        self.assertIn("| kind | variants | rows | rows moved | median change "
+                      "| largest change | at |", md)
+        self.assertIn("| code | c1 | 5 | 0 | 0.000% | 0.000% | - |", md)
+        self.assertIn("| data | d1 | 5 | 3 | 0.500% | 2.000% | test a bulk "
+                      "n=8 (d1) |", md)
+        self.assertIn("| heap | h1 | 4 | 2 | 0.500% | 3.000% | test a bulk "
+                      "n=8 (h1) |", md)
+        self.assertIn("| test | rows | rows moved | median change | largest "
+                      "change | at | largest, code | largest, data | largest, "
+                      "heap |", md)
+        self.assertIn("| a | 4 | 3 | 0.000% | 3.000% | bulk n=8 (h1) | 0.000% "
+                      "| 2.000% | 3.000% |", md)
+        self.assertIn("| c | 1 | 1 | 0.000% | 1.000% | order_bulk n=8 (d1) | "
+                      "0.000% | 1.000% | 0.000% |", md)
+        self.assertIn("| n | tip | c1 | d1 | h1 | largest change |", md)
+        self.assertIn("| 8 | 100.0 | 100.0 | 102.0 | 97.0 | 3.000% |", md)
+        self.assertIn("| 1 | 80.0 | 80.0 | 80.0 | - | 0.000% |", md)
         self.assertIn("```diff\n--- a/mm/slub.c\n+++ b/mm/slub.c\n+x\n```", md)
+
+    def test_markdown_of_one_kind(self):
+        md = noise.markdown("slub", "./bulk noise --variants 1", "ac",
+                            self.columns()[:2])
+        self.assertIn("| code | c1 | 5 | 0 | 0.000% | 0.000% | - |", md)
+        self.assertIn("| at | largest, code |\n", md)
+        self.assertIn("| a | 4 | 0 | 0.000% | 0.000% | - | 0.000% |", md)
+        self.assertNotIn("**data**", md)
 
 
 def usage_error(argv):
@@ -182,8 +376,8 @@ class Args(unittest.TestCase):
     def test_defaults(self):
         a = self.parse()
         self.assertEqual((a.alloc, a.tests, a.variants, a.record),
-                         ("slub", "abcdeg", 3, False))
-        self.assertEqual(noise.check_args(a), ("abcdeg", 3))
+                         ("slub", "abcdeg", 7, False))
+        self.assertEqual(noise.check_args(a), ("abcdeg", 7))
         self.assertEqual(noise.check_args(self.parse(
             "--alloc", "slob", "--tests", "c,a", "--variants", "1",
             "--record")), ("ac", 1))
@@ -195,7 +389,7 @@ class Args(unittest.TestCase):
                             ({"tests": "aa"}, "--tests"),
                             ({"tests": ""}, "--tests"),
                             ({"variants": 0}, "--variants"),
-                            ({"variants": 4}, "--variants")):
+                            ({"variants": 8}, "--variants")):
             with self.subTest(given=given):
                 args = self.parse()
                 vars(args).update(given)
@@ -208,8 +402,8 @@ class Args(unittest.TestCase):
                       usage_error(["noise", "--alloc", "slba"]))
         self.assertIn("--tests", usage_error(["noise", "--tests", "f"]))
         self.assertIn("--variants", usage_error(["noise", "--variants", "0"]))
-        self.assertIn("--variants takes 1 to 3",
-                      usage_error(["noise", "--variants", "4"]))
+        self.assertIn("--variants takes 1 to 7",
+                      usage_error(["noise", "--variants", "8"]))
 
 
 class Main(unittest.TestCase):
@@ -224,7 +418,8 @@ class Main(unittest.TestCase):
 
     def bench(self, config, tree, tests, quick, suffix):
         self.calls.append(("boot", suffix))
-        return {"-noise-v1": Arithmetic.V1, "-noise-v2": Arithmetic.V2,
+        return {"-noise-c1": Arithmetic.C1, "-noise-d1": Arithmetic.D1,
+                "-noise-h1": Arithmetic.H1,
                 "-noise-tip": Arithmetic.TIP}[suffix]
 
     def commit(self, path, v, alloc):
@@ -235,7 +430,7 @@ class Main(unittest.TestCase):
         self.calls.append(("checkout", rev))
 
     def test_variants_then_the_tip_and_the_worktree_back_at_the_tip(self):
-        args = argparse.Namespace(alloc="slub", tests="ac", variants=2,
+        args = argparse.Namespace(alloc="slub", tests="ac", variants=3,
                                   record=False)
         with mock.patch("packages.require"), mock.patch("tree.create"), \
                 mock.patch("gitrepo.commits", return_value=["c1", "c2"]), \
@@ -252,11 +447,14 @@ class Main(unittest.TestCase):
                 mock.patch("sys.stdout", io.StringIO()):
             self.assertEqual(noise.main(args), 0)
         self.assertEqual(self.calls, [
-            ("checkout", "c2"), ("commit", "v1", "slub"),
-            ("build", "slub", "bisect", "v1"), ("boot", "-noise-v1"),
+            ("checkout", "c2"), ("commit", "c1", "slub"),
+            ("build", "slub", "bisect", "c1"), ("boot", "-noise-c1"),
             ("checkout", "c2"),
-            ("checkout", "c2"), ("commit", "v2", "slub"),
-            ("build", "slub", "bisect", "v2"), ("boot", "-noise-v2"),
+            ("checkout", "c2"), ("commit", "d1", "slub"),
+            ("build", "slub", "bisect", "d1"), ("boot", "-noise-d1"),
+            ("checkout", "c2"),
+            ("checkout", "c2"), ("commit", "h1", "slub"),
+            ("build", "slub", "bisect", "h1"), ("boot", "-noise-h1"),
             ("checkout", "c2"),
             ("checkout", "c2"), ("build", "slub", "bisect", "tip"),
             ("boot", "-noise-tip"), ("checkout", "c2")])
@@ -265,9 +463,28 @@ class Main(unittest.TestCase):
             md = f.read()
         self.assertTrue(md.startswith("<!-- stamp -->\n"))
         self.assertIn("Command: `./bulk noise --alloc slub --tests ac "
-                      "--variants 2`", md)
+                      "--variants 3`", md)
         self.assertIn("(`c2`, patch 2, the tip)", md)
-        self.assertIn("| a | 4 | 0.500% | 3.000% | bulk n=8 |", md)
+        self.assertIn("| heap | h1 | 4 | 2 | 0.500% | 3.000% | test a bulk "
+                      "n=8 (h1) |", md)
+        self.assertIn("| a | 4 | 3 | 0.000% | 3.000% | bulk n=8 (h1) | 0.000% "
+                      "| 2.000% | 3.000% |", md)
+        with open(os.path.join(self.scratch, "experiments",
+                               "noise-slub.json")) as f:
+            js = json.load(f)
+        self.assertEqual([(c["label"], c["kind"]) for c in js["columns"]],
+                         [("tip", ""), ("c1", "code"), ("d1", "data"),
+                          ("h1", "heap")])
+        self.assertEqual([(k["kind"], k["variants"], k["moved"], k["at"])
+                          for k in js["by_kind"]], [
+            ("code", ["c1"], 0, None),
+            ("data", ["d1"], 3, {"test": "a", "variant": "bulk", "n": 8,
+                                 "by": "d1"}),
+            ("heap", ["h1"], 2, {"test": "a", "variant": "bulk", "n": 8,
+                                 "by": "h1"})])
+        self.assertEqual([(t["test"], t["rows"], t["kinds"]["code"])
+                          for t in js["summary"]], [("a", 4, 0.0),
+                                                    ("c", 1, 0.0)])
         self.assertFalse(os.path.exists(os.path.join(
             self.scratch, "progress", "noise-slub.json")))
 
@@ -290,7 +507,7 @@ class Main(unittest.TestCase):
                 self.assertRaises(StageError):
             noise.main(args)
         self.assertEqual(self.calls, [("checkout", "c1"),
-                                      ("commit", "v1", "slab"),
+                                      ("commit", "c1", "slab"),
                                       ("checkout", "c1")])
 
 
