@@ -15,7 +15,7 @@ from typing import Optional
 import gitrepo
 import packages
 from common import (BASE_FILE, BASE_TAG, BENCH_BASE_TREE, BISECT_TREE, BUILD,
-                    PREV_TREE,
+                    PREV_TREE, TOPICS_TREE,
                     PATCHES, TREE, StageError,
                     capture, log_path, need_tools, read_kv, run, say, warn,
                     write_kv)
@@ -180,7 +180,8 @@ def create(force: bool = False) -> BaseState:
     if os.path.exists(TREE):
         os.rename(TREE, old)
     os.rename(new, TREE)
-    for path in (old, tmp, BENCH_BASE_TREE, BISECT_TREE, PREV_TREE):
+    for path in (old, tmp, BENCH_BASE_TREE, BISECT_TREE, PREV_TREE,
+                 TOPICS_TREE):
         shutil.rmtree(path, ignore_errors=True)
     rec = st.recorded.get("BASE_COMMIT")
     if rec and rec != commit and not st.drift:

@@ -26,6 +26,10 @@ BISECT_TREE = os.path.join(BISECT_ROOT, "linux")
 # bisect worktree is, for the same reason.
 PREV_ROOT = os.path.join(BUILD, "prev")
 PREV_TREE = os.path.join(PREV_ROOT, "linux")
+# ./bulk topics' worktree (each topic on the base and the topics it
+# requires), laid out as the bisect worktree is, for the same reason.
+TOPICS_ROOT = os.path.join(BUILD, "topics")
+TOPICS_TREE = os.path.join(TOPICS_ROOT, "linux")
 LOGS = os.path.join(BUILD, "logs")
 PATCHES = os.environ.get("SLABBULK_PATCHES", os.path.join(REPO, "patches"))
 CONFIGS = os.path.join(REPO, "configs")

@@ -20,8 +20,9 @@ from types import ModuleType
 import arch
 import gitrepo
 from common import (BISECT_ROOT, BISECT_TREE, BENCH_BASE_TREE, BUILD, CONFIGS,
-                    PREV_ROOT, PREV_TREE, TREE, StageError, capture, log_path,
-                    need_tools, read_kv, rel, run, say, write_kv)
+                    PREV_ROOT, PREV_TREE, TOPICS_ROOT, TOPICS_TREE, TREE,
+                    StageError, capture, log_path, need_tools, read_kv, rel,
+                    run, say, write_kv)
 
 CONFIG_SETS = {
     "slub": ["common", "hardening", "slub", "bench"],
@@ -119,6 +120,8 @@ TREES = {t.name: t for t in (
          "./bulk build-each"),
     Tree("prev", PREV_TREE, os.path.join(PREV_ROOT, "o"), PREV_ROOT,
          "./bulk bench-prev"),
+    Tree("topics", TOPICS_TREE, os.path.join(TOPICS_ROOT, "o"), TOPICS_ROOT,
+         "./bulk topics"),
 )}
 
 
