@@ -382,6 +382,11 @@ def load(alloc: str, first: int = 1, last: int | None = None) -> Saved:
                          "%s%s first" % (rel(path), alloc,
                                          range_args(first, last)))
     print("bench-each: reading %s" % rel(path), file=sys.stderr)
+    return read(path)
+
+
+def read(path: str) -> Saved:
+    """A bench-each record as write() wrote it."""
     with open(path) as f:
         try:
             d = json.load(f)

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any, Callable, NoReturn
 
 import arch
+import attribution
 import base
 import build_each
 import callers
@@ -598,6 +599,28 @@ def parser() -> argparse.ArgumentParser:
              "time; with an empty ccache about seven full kernel builds "
              "(estimated 45 to 50 min on 2 cores)")
     record_opt(p)
+    p = verb("attribution", "per patch, kernel lines against the "
+             "benchmark's gain",
+             "for each patch that can change the allocator's benchmark "
+             "kernel (bench-each's rule), the code and comment lines it adds "
+             "and deletes in .c and .h files under mm/, net/, include/ and "
+             "lib/ (not the tests lib/slab_bulk_* and "
+             "net/core/skb_list_test.c), from git show in build/linux; the "
+             "change of key rows (a/bulk at N=8, 64, 1024, b/bulk 32, "
+             "c/random_bulk 64, d/kfree_bulk 64, a/single 1, g/head_list "
+             "64) against the column before it in bench-each-ALLOC.json "
+             "(committed record first, else scratch; one of another series "
+             "is passed over), and the best and worst change over every row "
+             "of tests a to e and g; beside them the largest change per test "
+             "of noise-ALLOC.json (when there is one), each key-row change "
+             "not above it marked; cache misses, locked operations, IRQ-off "
+             "windows, lock holds and stack: not measured per patch. No "
+             "build, no boot",
+             kept("per-patch", "attribution-ALLOC.md and .json"),
+             "about 2 s for slub on the 21-patch series (git show of each "
+             "patch, two records read)")
+    alloc_opt(p, registry.ALLOCATORS, False)
+    record_opt(p)
     return ap
 
 
@@ -650,6 +673,7 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "profile": profile.check_args,
     "holds": holds.check_args,
     "noise": noise.check_args,
+    "attribution": attribution.check_args,
 }
 
 
@@ -738,6 +762,7 @@ MAINS: dict[str, Callable[[argparse.Namespace], int]] = {
     "bench-prev": benchprev.main, "net": net.main, "profile": profile.main,
     "callers": callers.main, "report": bench.report_main,
     "suites": suites.main, "holds": holds.main, "noise": noise.main,
+    "attribution": attribution.main,
     "stack": lambda args: (stackmax.main if args.live else stack.main)(args),
 }
 
