@@ -230,28 +230,18 @@ def spec_of(test: str, variant: str) -> tables.Spec:
                      % (test, variant))
 
 
-@dataclasses.dataclass(frozen=True)
-class Change:
-    """A row's figure in the column before and in the patch's column."""
-    test: str
-    variant: str
-    key_name: str
-    key: int
-    before: float
-    after: float
+# A row's figure in the column before and in the patch's column: the
+# per-patch benchmark's own Move.
+Change = bench_each.Move
 
-    @property
-    def change(self) -> float:
-        return self.after / self.before - 1
 
-    def at(self) -> str:
-        return "%s %s %s=%d" % (self.test, self.variant, self.key_name,
-                                self.key)
+def change_at(c: Change) -> str:
+    return "%s %s %s=%d" % (c.test, c.variant, c.key_name, c.key)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"test": self.test, "variant": self.variant,
-                self.key_name: self.key, "before": self.before,
-                "after": self.after, "change": self.change}
+
+def change_json(c: Change) -> dict[str, Any]:
+    return {"test": c.test, "variant": c.variant, c.key_name: c.key,
+            "before": c.before, "after": c.after, "change": c.change}
 
 
 def key_change(prev: Run, cur: Run, test: str, variant: str,
@@ -262,15 +252,14 @@ def key_change(prev: Run, cur: Run, test: str, variant: str,
     b = bench_each.values(cur, spec, variant).get(key)
     if not a or b is None:
         return None
-    return Change(test, variant, spec.key, key, a, b)
+    return Change(test, spec.title, variant, spec.key, key, a, b)
 
 
 def extremes(prev: Run, cur: Run,
              tests: str) -> tuple[Change | None, Change | None]:
     """The best (lowest: fewest instructions) and the worst change over
     every row, bulk call and loop, of @tests in both columns."""
-    ms = [Change(m.test, m.variant, m.key_name, m.key, m.before, m.after)
-          for m in bench_each.moves(prev, cur, tests, threshold=-1)]
+    ms = bench_each.moves(prev, cur, tests, threshold=-1)
     if not ms:
         return None, None
     return (min(ms, key=lambda c: c.change), max(ms, key=lambda c: c.change))
@@ -414,7 +403,7 @@ class Row:
         def change(c: Change | None) -> dict[str, Any] | None:
             if c is None:
                 return None
-            return dict(c.to_json(), noise_floor=None if floors is None
+            return dict(change_json(c), noise_floor=None if floors is None
                         else floors.get(c.test),
                         above_noise=above_noise(c, floors))
         return {"number": self.patch.number, "commit": self.patch.commit,
@@ -472,7 +461,7 @@ def build_rows(alloc: str, patches: list[bench_each.Patch],
 
 def where(c: Change | None) -> str:
     """Where a best or worst change is ('-': none, or no row moved)."""
-    return "-" if c is None or c.change == 0 else c.at()
+    return "-" if c is None or c.change == 0 else change_at(c)
 
 
 def stamp_line(st: records.Stamp | None) -> str:

@@ -213,7 +213,8 @@ class Gain(unittest.TestCase):
 
     def test_a_change_equal_to_the_floor_is_not_above_it(self):
         # 1016 / 1024 - 1 = -2^-7, exactly.
-        c = attribution.Change("a", "bulk", "n", 8, 1024.0, 1016.0)
+        c = attribution.Change("a", "quick reuse", "bulk", "n", 8, 1024.0,
+                               1016.0)
         self.assertFalse(attribution.above_noise(c, {"a": 2 ** -7}))
         self.assertTrue(attribution.above_noise(c, {"a": 0.0078}))
 
