@@ -38,8 +38,9 @@ NO_KFENCE = ("slub_kunit",)
 @dataclasses.dataclass(frozen=True)
 class KunitRun:
     """One boot: config, QEMU mode and extra kernel command line.  must_run
-    names contract suite cases that must pass in this run: a case that skips
-    where its run is the only one that can run it proves nothing."""
+    names cases that must pass in this run, "case" for the contract suite's,
+    "module:case" for another suite's: a case that skips where its run is
+    the only one that can run it proves nothing."""
     config: str
     mode: str
     append: str = ""
@@ -72,9 +73,13 @@ KUNIT_RUNS = [
     KunitRun("slub", "exact", "init_on_free=1",
              must_run=("slab_bulk_init_on_free",)),
     KunitRun("slub", "smp", must_run=("slab_bulk_cross_cpu",)),
+    # The debug kernels have tracepoints and AF_UNIX (debug.config): the
+    # skb_list cases that need them run there.
     KunitRun("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot",
              must_run=("slab_bulk_kasan_poison", "slab_bulk_kasan_double_free",
-                       "slab_bulk_memcg_failure", "slab_bulk_kfence_sampled")),
+                       "slab_bulk_memcg_failure", "slab_bulk_kfence_sampled",
+                       "skb_list_test:skb_list_socket",
+                       "skb_list_test:skb_list_trace_location")),
     KunitRun("slub-debug", "exact",
              "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
     KunitRun("slub-debug", "smp",
@@ -233,17 +238,19 @@ def listed_run(config: str, mode: str, append: str) -> KunitRun:
 
 
 def must_run_problems(r: KunitRun, suites: dict[str, SuiteCounts]) -> list[str]:
-    """The cases r.must_run names that did not pass in the contract suite's
-    counts (a failed one is reported as failed already)."""
-    counts = suites.get(CONTRACT_SUITE)
+    """The cases r.must_run names that did not pass in their suite's counts
+    (a failed one is reported as failed already)."""
     out = []
-    for case in r.must_run:
+    for entry in r.must_run:
+        mod, _, case = entry.rpartition(":")
+        mod = mod or CONTRACT_SUITE
+        counts = suites.get(mod)
         status = counts.status.get(case) if counts else None
         if status == "SKIP":
             out.append("%s: %s skipped, which this run must run"
-                       % (CONTRACT_SUITE, case))
+                       % (mod, case))
         elif status is None:
-            out.append("%s: %s did not run" % (CONTRACT_SUITE, case))
+            out.append("%s: %s did not run" % (mod, case))
     return out
 
 

@@ -430,6 +430,17 @@ class KunitStage(unittest.TestCase):
         self.assertEqual(kunit.must_run_problems(r, {}),
                          ["slab_bulk_kunit: a did not run",
                           "slab_bulk_kunit: b did not run"])
+        # "module:case" names another suite's case.
+        other = kunit.KunitRun("slub-debug", "exact",
+                               must_run=("skb_list_test:s",))
+        skb = kunit.count({"name": "skb_list", "test_cases": [
+            {"name": "s", "status": "SKIP"}]}, kunit.SuiteCounts())
+        self.assertEqual(kunit.must_run_problems(
+            other, {kunit.CONTRACT_SUITE: counts, "skb_list_test": skb}),
+            ["skb_list_test: s skipped, which this run must run"])
+        self.assertEqual(kunit.must_run_problems(
+            other, {kunit.CONTRACT_SUITE: counts}),
+            ["skb_list_test: s did not run"])
         # ./bulk kunit on the series' tree takes a listed run's cases.
         listed = [r for r in kunit.KUNIT_RUNS if r.must_run][0]
         self.assertEqual(kunit.listed_run(listed.config, listed.mode,
