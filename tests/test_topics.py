@@ -2,9 +2,13 @@
 patches/TOPICS parses, and a file that does not cut the series into
 topics (a gap, an overlap, an unknown or later requirement, a missing
 cover letter) is refused saying what is wrong; the configs a topic
-builds; the order git am applies a topic's requirements in; a run over a
-tiny tree applies each topic on its requirements and records what it
-applied and built; export and the patch list leave TOPICS alone."""
+builds; the order git am applies a topic's requirements in; the targets
+(alone, and the prefix where it differs) and the steps planned for each
+(builds, then the KUnit and stress boots where the target has the suites;
+none for fixes, none with --builds-only); the status a failed boot gives
+its topic; a run over a tiny tree applies each target, builds and boots
+(both mocked) in order and records what it applied, built and found;
+export and the patch list leave TOPICS alone.  Nothing builds or boots."""
 import json
 import os
 import shutil
@@ -14,6 +18,9 @@ from unittest import mock
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import export
 import gitrepo
+import kunit
+import steps
+import stress
 import topics
 from common import COVER_FILE, PATCHES, TOPICS_ROOT, TREE, StageError, log_path
 from hermetic import git
@@ -216,18 +223,269 @@ class Order(unittest.TestCase):
             self.assertFalse(others & set(self.names(name)), name)
 
 
-def commit(path, text, subject):
-    full = os.path.join(TREE, path)
-    os.makedirs(os.path.dirname(full), exist_ok=True)
-    with open(full, "w") as f:
-        f.write(text)
+# The files each patch of the series (v3, 21 patches) changes, as
+# gitrepo.patch_paths() reads them: patch 5 adds the contract suite, 8 the
+# stress suite, 20 skb_list_test.
+SERIES_PATHS = {
+    1: ["mm/slab.c", "mm/slab.h", "mm/slub.c"],
+    2: ["mm/slub.c"],
+    3: ["include/linux/slab.h", "mm/slab.c", "mm/slub.c"],
+    4: ["MAINTAINERS", "lib/Kconfig.debug", "lib/Makefile", "lib/slab_bulk_bench.c"],
+    5: ["Documentation/core-api/index.rst", "Documentation/core-api/slab-bulk.rst",
+        "MAINTAINERS", "lib/Kconfig.debug", "lib/Makefile", "lib/slab_bulk_kunit.c",
+        "tools/testing/kunit/configs/slab_bulk.config"],
+    6: ["Documentation/core-api/slab-bulk.rst"],
+    7: ["MAINTAINERS", "lib/slab_bulk_kunit.c", "lib/slab_bulk_test.h"],
+    8: ["Documentation/core-api/slab-bulk.rst", "MAINTAINERS", "lib/Kconfig.debug",
+        "lib/Makefile", "lib/slab_bulk_stress.c"],
+    9: ["Documentation/core-api/slab-bulk.rst", "lib/slab_bulk_kunit.c"],
+    10: ["Documentation/core-api/slab-bulk.rst", "lib/slab_bulk_kunit.c"],
+    11: ["Documentation/core-api/slab-bulk.rst", "lib/slab_bulk_kunit.c"],
+    12: ["mm/slub.c"], 13: ["mm/slub.c"], 14: ["mm/slub.c"], 15: ["mm/slab.h"],
+    16: ["mm/slab.c"], 17: ["mm/slab.c"], 18: ["mm/slab.c"],
+    19: ["mm/slab.h", "mm/slob.c"],
+    20: ["MAINTAINERS", "net/Kconfig", "net/core/Makefile", "net/core/skb_list_test.c"],
+    21: ["Documentation/core-api/slab-bulk.rst", "include/linux/skbuff.h",
+          "net/core/skbuff.c"],
+}
+# patches/TOPICS as it is: net requires fixes and tests.
+CURRENT = SERIES.replace("net     20-21    tests ", "net     20-21    fixes,tests ")
+BOOTS = ["kunit slub", "stress slub", "kunit slab", "stress slab",
+         "kunit slob", "stress slob"]
+BUILDS = ["build slub", "build slab", "build slob"]
+# The planned steps for CURRENT, after 'LABEL: '.
+PLANNED = {
+    "fixes": ["apply"] + BUILDS,
+    "tests": ["apply"] + BUILDS + BOOTS,
+    "slub": ["apply"] + BUILDS + BOOTS,
+    "slab": ["apply", "build slab", "kunit slab", "stress slab"],
+    "slab prefix": ["apply", "build slab", "kunit slab", "stress slab"],
+    "slob": ["apply"] + BUILDS + BOOTS,
+    "slob prefix": ["apply"] + BUILDS + BOOTS,
+    "net": ["apply", "build slub", "kunit slub", "stress slub"],
+    "net prefix": ["apply", "build slub", "kunit slub", "stress slub"],
+}
+
+
+def series_paths(patch):
+    return SERIES_PATHS[int(os.path.basename(patch)[:4])]
+
+
+class Plan(unittest.TestCase):
+    """targets() and plan() for the series' shape: no tree, nothing runs
+    (gitrepo.patch_paths() mocked with the series' files)."""
+
+    def setUp(self):
+        self.topics = topics.parse(CURRENT)
+        self.patches = ["%04d-p.patch" % n for n in range(1, 22)]
+        patch = mock.patch("gitrepo.patch_paths", series_paths)
+        patch.start()
+        self.addCleanup(patch.stop)
+
+    def plan(self, builds_only=False, state=None):
+        return topics.plan(self.topics, self.patches, state or topics.State(),
+                           builds_only)
+
+    def test_a_prefix_only_where_it_differs_from_alone(self):
+        ts = topics.targets(self.topics)
+        self.assertEqual([t.label() for t in ts], list(PLANNED))
+        by = {t.label(): t for t in ts}
+        self.assertEqual(by["slab"].describe(), "fixes 1-3, tests 4-11, slab 16-18")
+        self.assertEqual(by["slab prefix"].describe(),
+                         "fixes 1-3, tests 4-11, slub 12-15, slab 16-18")
+        self.assertEqual(by["net prefix"].describe(),
+                         "fixes 1-3, tests 4-11, slub 12-15, slab 16-18, "
+                         "slob 19, net 20-21")
+        self.assertEqual(by["slob prefix"].files(self.patches),
+                         self.patches[:19])
+        self.assertEqual((by["slub"].kind, by["slab prefix"].kind),
+                         (topics.ALONE, topics.PREFIX))
+        self.assertEqual(by["slab prefix"].log_name(), "slab.prefix")
+        # The test file's own TOPICS (net requires tests only): the same.
+        self.assertEqual([t.label() for t in topics.targets(topics.parse(SERIES))],
+                         list(PLANNED))
+
+    def test_a_series_whose_topics_require_all_before_has_no_prefix(self):
+        ts = topics.parse("a 1 - a\nb 2 a b\nc 3 a,b c\n")
+        self.assertEqual([t.label() for t in topics.targets(ts)], ["a", "b", "c"])
+
+    def test_the_steps_of_each_target_in_order(self):
+        todo = self.plan()
+        self.assertEqual([s.name for s in todo],
+                         ["%s: %s" % (label, n) for label, names in PLANNED.items()
+                          for n in names])
+        self.assertEqual({s.group for s in todo}, {"topics"})
+        self.assertEqual(len(todo), 9 + 19 + 16 + 16)
+
+    def test_fixes_is_built_only(self):
+        fixes = topics.targets(self.topics)[0]
+        self.assertEqual(topics.suites_of(fixes, self.patches), [])
+        self.assertEqual(topics.planned(fixes, self.patches),
+                         ["apply", "build slub", "build slab", "build slob"])
+        self.assertNotIn("fixes", {s.name.split(":")[0] for s in self.plan()
+                                   if ": kunit " in s.name or ": stress " in s.name})
+
+    def test_the_stress_suite_boots_only_where_the_patches_add_it(self):
+        # A series whose tests topic stops before patch 8: KUnit, no stress.
+        ts = topics.parse("fixes 1-3 - f\ntests 4-7 fixes t\n")
+        tests = topics.targets(ts)[1]
+        self.assertEqual(topics.suites_of(tests, self.patches), ["kunit"])
+        self.assertEqual(topics.planned(tests, self.patches),
+                         ["apply"] + BUILDS + ["kunit slub", "kunit slab", "kunit slob"])
+
+    def test_builds_only_plans_no_boots(self):
+        todo = self.plan(builds_only=True)
+        self.assertEqual([s.name for s in todo],
+                         ["%s: %s" % (label, n) for label, names in PLANNED.items()
+                          for n in names if n.split()[0] in ("apply", "build")])
+        self.assertFalse([s for s in todo if ": kunit " in s.name or ": stress " in s.name])
+
+    def test_each_step_calls_its_function_on_its_target_and_config(self):
+        state = topics.State()
+        todo = {s.name: s.fn for s in self.plan(state=state)}
+        fn = todo["slab prefix: kunit slab"]
+        self.assertIs(fn.func, topics.kunit_step)
+        target, config, st = fn.args
+        self.assertEqual((target.label(), config), ("slab prefix", "slab"))
+        self.assertIs(st, state)
+        self.assertIs(todo["net: stress slub"].func, topics.stress_step)
+        self.assertIs(todo["slob prefix: build slob"].func, topics.build)
+        self.assertIs(todo["slob prefix: apply"].func, topics.apply)
+
+    def test_the_stress_run_of_each_allocator(self):
+        for config, append in (("slub", stress.CGROUP), ("slab", stress.CGROUP),
+                               ("slob", "")):
+            r = topics.stress_run(config)
+            self.assertEqual((r.config, r.mode, r.append, r.faults),
+                             (config, "smp", append, False), config)
+
+
+def result(name, status="PASS", detail=""):
+    return steps.StepResult("topics", name, status, detail, 1.0)
+
+
+class Summary(unittest.TestCase):
+    """summarize() and markdown() over step results made up here."""
+
+    def setUp(self):
+        self.topics = topics.parse(CURRENT)
+        self.patches = ["%04d-p.patch" % n for n in range(1, 22)]
+        patch = mock.patch("gitrepo.patch_paths", series_paths)
+        patch.start()
+        self.addCleanup(patch.stop)
+        self.state = topics.State()
+        for label, names in PLANNED.items():
+            for n in names:
+                what, _, config = n.partition(" ")
+                if what == "kunit":
+                    self.state.kunit[(label, config)] = {
+                        "slab_bulk_kunit": {"passed": 40, "skipped": 2, "failed": []}}
+                elif what == "stress":
+                    self.state.stress[(label, config)] = {
+                        "run": "%s smp" % config, "ok": True, "summary": "20 s: ...",
+                        "problems": []}
+        self.results = [result("%s: %s" % (label, n))
+                        for label, names in PLANNED.items() for n in names]
+
+    def summarize(self, results, builds_only=False):
+        return {t["name"]: t for t in topics.summarize(
+            self.topics, self.patches, results, self.state, builds_only)}
+
+    def test_all_passed(self):
+        got = self.summarize(self.results)
+        self.assertEqual({t["status"] for t in got.values()}, {"PASS"})
+        slab = got["slab"]
+        self.assertEqual([r["target"] for r in slab["targets"]], ["alone", "prefix"])
+        self.assertEqual(slab["prefix"], "fixes 1-3, tests 4-11, slub 12-15, slab 16-18")
+        self.assertEqual(got["slub"]["prefix"], "= alone")
+        self.assertEqual(slab["targets"][1]["per_config"], [{
+            "config": "slab", "built": True,
+            "kunit": {"slab_bulk_kunit": {"passed": 40, "skipped": 2, "failed": []}},
+            "kunit_status": "PASS",
+            "stress": {"run": "slab smp", "ok": True, "summary": "20 s: ...",
+                       "problems": []},
+            "stress_status": "PASS", "status": "PASS"}])
+        fixes = got["fixes"]["targets"][0]
+        self.assertEqual(fixes["suites"], [])
+        self.assertIn("built only", fixes["runs"])
+        self.assertEqual([c["kunit_status"] for c in fixes["per_config"]], [None] * 3)
+
+    def test_a_failed_kunit_step_fails_its_target_and_topic(self):
+        results = [result(r.name, "FAIL", "[topics] kunit slab exact on slab prefix")
+                   if r.name == "slab prefix: kunit slab" else r for r in self.results]
+        got = self.summarize(results)
+        slab = got["slab"]
+        self.assertEqual(slab["status"], "FAIL")
+        self.assertEqual([r["status"] for r in slab["targets"]], ["PASS", "FAIL"])
+        c = slab["targets"][1]["per_config"][0]
+        self.assertEqual((c["built"], c["kunit_status"], c["stress_status"], c["status"]),
+                         (True, "FAIL", "PASS", "FAIL"))
+        self.assertEqual([t for t, v in got.items() if v["status"] != "PASS"], ["slab"])
+
+    def test_a_planned_step_that_did_not_run_fails(self):
+        results = [r for r in self.results if r.name != "net prefix: stress slub"]
+        got = self.summarize(results)
+        self.assertEqual(got["net"]["status"], "FAIL")
+        step = got["net"]["steps"][-1]
+        self.assertEqual((step["name"], step["status"]),
+                         ("net prefix: stress slub", "NOT RUN"))
+
+    def test_a_skipped_boot_fails_its_topic(self):
+        results = [result(r.name, "SKIP", "not booted") if r.name == "tests: kunit slob"
+                   else r for r in self.results]
+        got = self.summarize(results)
+        self.assertEqual(got["tests"]["status"], "FAIL")
+        self.assertEqual(got["tests"]["targets"][0]["per_config"][2]["status"], "SKIP")
+
+    def test_builds_only(self):
+        results = [r for r in self.results
+                   if r.name.split(": ")[1].split()[0] in ("apply", "build")]
+        got = self.summarize(results, builds_only=True)
+        self.assertEqual({t["status"] for t in got.values()}, {"PASS"})
+        self.assertEqual(got["tests"]["targets"][0]["runs"], "built only (--builds-only)")
+
+    def test_the_markdown_says_what_ran(self):
+        per = topics.summarize(self.topics, self.patches, self.results, self.state)
+        rec = {"command": "./bulk topics", "date": "d", "seconds": 1,
+               "compiler": "gcc", "topics": per, "passed": 6, "failed": 0}
+        md = topics.markdown(rec)
+        self.assertIn("one boot in exact mode (one CPU) loading every KUnit module", md)
+        self.assertIn("stress suite (`slab_bulk_stress`) for one round of 15 s", md)
+        self.assertIn("| fixes | 1-3 | - | alone | fixes 1-3 (3 patches) | slub, slab, "
+                      "slob | not run | not run | PASS |\n"
+                      "|  |  |  | prefix | = alone (the same patches, not run twice) "
+                      "| - | - | - | - |\n", md)
+        self.assertIn("- prefix = alone: the same patches, not run twice.", md)
+        self.assertIn("| slab | 16-18 | fixes, tests | alone | fixes 1-3, tests 4-11, "
+                      "slab 16-18 (14 patches) | slab | 1 of 1 passed | 1 of 1 passed "
+                      "| PASS |", md)
+        self.assertIn("|  |  |  | prefix | fixes 1-3, tests 4-11, slub 12-15, slab 16-18 "
+                      "(18 patches) | slab | 1 of 1 passed | 1 of 1 passed | PASS |", md)
+        self.assertIn("- alone: applies fixes 1-3; builds slub, slab, slob; boots: "
+                      "built only: its patches add no contract suite", md)
+        self.assertIn("| prefix | slab | yes | slab_bulk_kunit 40/2/0 | slab smp: pass, "
+                      "20 s: ... | PASS |", md)
+        rec["builds_only"] = True
+        self.assertIn("`--builds-only`: nothing was booted", topics.markdown(rec))
+
+
+def commit(path, text, subject, more=None):
+    for p, t in [(path, text)] + sorted((more or {}).items()):
+        full = os.path.join(TREE, p)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(t)
     git(TREE, "add", "-A")
     git(TREE, "commit", "-q", "-m", subject)
 
 
+TOPICS_SRC = os.path.join(TOPICS_ROOT, "linux")
+
+
 class Run(unittest.TestCase):
     """main() over a tiny tree: four real patches, git am for real in
-    build/topics/linux, the kernel builds mocked."""
+    build/topics/linux; the kernel builds and the boots (kunit.run,
+    stress.run) mocked, each call noted in self.events in order."""
 
     def setUp(self):
         self.roots = hermetic.record_roots(self)
@@ -237,7 +495,8 @@ class Run(unittest.TestCase):
         self.addCleanup(shutil.rmtree, TOPICS_ROOT, True)
         hermetic.make_repo(TREE)
         commit("mm/slab.h", "fixed\n", "mm/slab: a fix")
-        commit("lib/slab_bulk_kunit.c", "cases\n", "mm/slab: a suite")
+        commit("lib/slab_bulk_kunit.c", "cases\n", "mm/slab: the suites",
+               {"lib/slab_bulk_stress.c": "threads\n"})
         commit("mm/slab.h", "fixed\nand faster\n", "mm/slub: faster")
         commit("net/core/skbuff.c", "bulk\n", "net: bulk")
         git(TREE, "format-patch", "-q", "-o", PATCHES, "base..HEAD")
@@ -246,88 +505,231 @@ class Run(unittest.TestCase):
             with open(os.path.join(PATCHES, "topics", name + ".txt"), "w") as f:
                 f.write("%s\n\nWhat it does.\n" % name)
         self.built = []
+        self.events = []
+        self.kunit_fails = set()
 
     def write(self, text):
         with open(topics.TOPICS, "w") as f:
             f.write(text)
 
+    def tree_files(self):
+        return sorted(git(TOPICS_SRC, "ls-files").split())
+
     def build(self, config, tree_name, label=None):
-        src = os.path.join(TOPICS_ROOT, "linux")
-        files = git(src, "ls-files").split()
-        self.built.append((label.split()[0], config, sorted(files)))
+        self.assertEqual(tree_name, "topics")
+        target = label.rsplit(" ", 1)[0]
+        self.built.append((target, config, self.tree_files()))
+        self.events.append(("build", target, config))
         with open(log_path("build-topics-%s.log" % config), "w") as f:
             f.write("built %s\n" % label)
         return ""
 
-    def run_main(self, record=False):
+    def expected_modules(self, config, tree):
+        self.assertEqual(tree, "topics")
+        if not os.path.exists(os.path.join(TOPICS_SRC, "lib", "slab_bulk_kunit.c")):
+            return ["slub_kunit"] if config == "slub" else []
+        return (["slub_kunit"] if config == "slub" else []) + ["slab_bulk_kunit"]
+
+    def kunit_run(self, r, tree):
+        self.assertEqual((r.mode, r.append, tree), ("exact", "", "topics"))
+        self.events.append(("kunit", self.tree_files(), r.config))
+        log = log_path("boot-topics-%s-kunit-exact.log" % r.config)
+        with open(log, "w") as f:
+            f.write("kunit %s\n" % r.config)
+        subject = git(TOPICS_SRC, "log", "-1", "--format=%s").strip()
+        failed = (r.config, subject) in self.kunit_fails
+        suites = {m: kunit.SuiteCounts(5, 1, ["case_x"] if failed else [])
+                  for m in self.expected_modules(r.config, tree)}
+        return kunit.KunitResult(not failed, log,
+                                 ["slab_bulk_kunit: failed: case_x"] if failed else [],
+                                 suites)
+
+    def stress_run(self, r, tree, seconds):
+        self.assertEqual((r.mode, r.faults, tree, seconds),
+                         ("smp", False, "topics", stress.TEST_SECONDS))
+        self.events.append(("stress", self.tree_files(), r.config, r.append))
+        log = log_path("boot-topics-%s-%s.log" % (r.config, r.tag()))
+        with open(log, "w") as f:
+            f.write("stress %s\n" % r.config)
+        t = {k: 0 for k in ("bulk_allocs", "bulk_objs", "remote_frees",
+                            "kfree_bulks", "injected")}
+        t["lost"] = 0
+        return stress.StressResult(r.name(), r.config, r.mode, r.faults, r.append,
+                                   seconds, 1, [log], True, [], 0,
+                                   {"passed": 1, "skipped": 0, "failed": 0}, t, [], 20)
+
+    def run_main(self, record=False, builds_only=False):
         with mock.patch("base.create"), \
                 mock.patch("kbuild.build", self.build), \
+                mock.patch("kunit.expected_modules", self.expected_modules), \
+                mock.patch("kunit.run", self.kunit_run), \
+                mock.patch("stress.run", self.stress_run), \
                 mock.patch("build_each.compiler", return_value="gcc (T) 12"), \
                 mock.patch("sys.stdout"):
-            return topics.main(record)
+            return topics.main(record, builds_only)
 
     def result(self, record=False):
         with open(os.path.join(self.roots[1 if record else 0], "per-patch",
                                "topics.json")) as f:
             return json.load(f)
 
-    def test_each_topic_applies_on_its_requirements_and_builds(self):
-        self.write("fixes 1 - f\ntests 2 fixes t\nslub 3 fixes,tests s\n"
-                   "net 4 tests n\n")
+    def markdown(self, record=False):
+        with open(os.path.join(self.roots[1 if record else 0], "per-patch",
+                               "topics.md")) as f:
+            return f.read()
+
+    SHAPE = "fixes 1 - f\ntests 2 fixes t\nslub 3 fixes,tests s\nnet 4 tests n\n"
+    BASE = ["mm/slub.c"]
+    FIX = BASE + ["mm/slab.h"]
+    SUITES = FIX + ["lib/slab_bulk_kunit.c", "lib/slab_bulk_stress.c"]
+
+    def test_each_target_applies_builds_and_boots_in_turn(self):
+        self.write(self.SHAPE)
         head = git(TREE, "rev-parse", "HEAD")
         self.assertEqual(self.run_main(record=True), 0)
         self.assertEqual(git(TREE, "rev-parse", "HEAD"), head)
         self.assertEqual(gitrepo.head_branch(TREE), "series")
-        base = ["mm/slub.c"]
-        self.assertEqual(self.built, [
-            ("fixes", c, sorted(base + ["mm/slab.h"])) for c in ("slub", "slab", "slob")] + [
-            ("tests", c, sorted(base + ["mm/slab.h", "lib/slab_bulk_kunit.c"]))
-            for c in ("slub", "slab", "slob")] + [
-            ("slub", c, sorted(base + ["mm/slab.h", "lib/slab_bulk_kunit.c"]))
-            for c in ("slub", "slab", "slob")] + [
-            ("net", "slub", sorted(base + ["mm/slab.h", "lib/slab_bulk_kunit.c",
-                                           "net/core/skbuff.c"]))])
+        alls = ("slub", "slab", "slob")
+        suites, net = sorted(self.SUITES), sorted(self.SUITES + ["net/core/skbuff.c"])
+        cg = stress.CGROUP
+        # fixes: builds only; each target's boots after its builds and
+        # before the next apply; net's prefix (with slub) after net alone.
+        self.assertEqual(self.events, [
+            ("build", "fixes", c) for c in alls] + [
+            ("build", "tests", c) for c in alls] + [
+            ("kunit", suites, "slub"), ("stress", suites, "slub", cg),
+            ("kunit", suites, "slab"), ("stress", suites, "slab", cg),
+            ("kunit", suites, "slob"), ("stress", suites, "slob", "")] + [
+            ("build", "slub", c) for c in alls] + [
+            ("kunit", suites, "slub"), ("stress", suites, "slub", cg),
+            ("kunit", suites, "slab"), ("stress", suites, "slab", cg),
+            ("kunit", suites, "slob"), ("stress", suites, "slob", ""),
+            ("build", "net", "slub"), ("kunit", net, "slub"),
+            ("stress", net, "slub", cg),
+            ("build", "net prefix", "slub"), ("kunit", net, "slub"),
+            ("stress", net, "slub", cg)])
+        self.assertEqual(self.built[0], ("fixes", "slub", sorted(self.FIX)))
         rec = self.result(record=True)
-        self.assertEqual((rec["passed"], rec["failed"]), (4, 0))
-        net = rec["topics"][3]
-        self.assertEqual(net["applies"], "fixes 1, tests 2, net 4")
-        self.assertEqual(net["applied"], ["0001-mm-slab-a-fix.patch",
-                                          "0002-mm-slab-a-suite.patch",
-                                          "0004-net-bulk.patch"])
-        self.assertEqual((net["configs"], net["built"], net["status"]),
+        self.assertEqual((rec["passed"], rec["failed"], rec["builds_only"]), (4, 0, False))
+        fixes, tests, slub, netr = rec["topics"]
+        self.assertEqual([len(t["targets"]) for t in rec["topics"]], [1, 1, 1, 2])
+        self.assertEqual((fixes["prefix"], netr["prefix"]),
+                         ("= alone", "fixes 1, tests 2, slub 3, net 4"))
+        self.assertEqual(netr["applies"], "fixes 1, tests 2, net 4")
+        self.assertEqual(netr["applied"], ["0001-mm-slab-a-fix.patch",
+                                           "0002-mm-slab-the-suites.patch",
+                                           "0004-net-bulk.patch"])
+        self.assertEqual(netr["targets"][1]["applied"][2], "0003-mm-slub-faster.patch")
+        self.assertEqual((netr["configs"], netr["built"], netr["status"]),
                          (["slub"], ["slub"], "PASS"))
+        self.assertEqual(fixes["targets"][0]["suites"], [])
+        self.assertEqual({c["kunit"] for c in fixes["targets"][0]["per_config"]}, {None})
+        c = tests["targets"][0]["per_config"][0]
+        self.assertEqual(c["kunit"], {"slub_kunit": {"passed": 5, "skipped": 1, "failed": []},
+                                      "slab_bulk_kunit": {"passed": 5, "skipped": 1,
+                                                          "failed": []}})
+        self.assertEqual((c["kunit_status"], c["stress_status"], c["status"]),
+                         ("PASS", "PASS", "PASS"))
+        self.assertEqual(c["stress"]["run"], "slub smp harness.cgroup=stress")
+        self.assertIn("lost 0", c["stress"]["summary"])
+        step = [s for s in netr["steps"] if s["name"] == "net prefix: kunit slub"][0]
+        self.assertIn("topics-net.prefix-kunit-slub.log", step["detail"])
         with open(log_path("topics-net-slub.log")) as f:
             self.assertIn("built net slub@", f.read())
-        with open(os.path.join(self.roots[1], "per-patch", "topics.md")) as f:
-            md = f.read()
+        with open(log_path("topics-net.prefix-slub.log")) as f:
+            self.assertIn("built net prefix slub@", f.read())
+        with open(log_path("topics-tests-stress-slob.log")) as f:
+            self.assertEqual(f.read(), "stress slob\n")
+        md = self.markdown(record=True)
         self.assertIn("4 of 4 topics passed.", md)
-        self.assertIn("| slub | 3 | fixes, tests | fixes 1, tests 2, "
-                      "slub 3 (3 patches) | slub, slab, slob | PASS |", md)
+        self.assertIn("| slub | 3 | fixes, tests | alone | fixes 1, tests 2, "
+                      "slub 3 (3 patches) | slub, slab, slob | 3 of 3 passed | "
+                      "3 of 3 passed | PASS |", md)
+        self.assertIn("|  |  |  | prefix | fixes 1, tests 2, slub 3, net 4 (4 patches) "
+                      "| slub | 1 of 1 passed | 1 of 1 passed | PASS |", md)
+
+    def test_builds_only_boots_nothing(self):
+        self.write(self.SHAPE)
+        self.assertEqual(self.run_main(builds_only=True), 0)
+        self.assertEqual({e[0] for e in self.events}, {"build"})
+        self.assertEqual([(t, c) for _, t, c in self.events][-2:],
+                         [("net", "slub"), ("net prefix", "slub")])
+        rec = self.result()
+        self.assertEqual((rec["command"], rec["builds_only"], rec["passed"]),
+                         ("./bulk topics --builds-only", True, 4))
+        self.assertNotIn(": kunit ", json.dumps(rec))
+        self.assertIn("`--builds-only`: nothing was booted", self.markdown())
+
+    def test_a_failed_kunit_boot_fails_its_topic_naming_step_and_log(self):
+        self.write(self.SHAPE)
+        # slab's KUnit boot fails on slub's topic (at slub's patch).
+        self.kunit_fails.add(("slab", "mm/slub: faster"))
+        self.assertEqual(self.run_main(), 1)
+        rec = self.result()
+        self.assertEqual([t["status"] for t in rec["topics"]],
+                         ["PASS", "PASS", "FAIL", "PASS"])
+        slub = rec["topics"][2]
+        failed = [s for s in slub["steps"] if s["status"] != "PASS"]
+        self.assertEqual([s["name"] for s in failed], ["slub: kunit slab"])
+        self.assertIn("kunit slab exact on slub", failed[0]["detail"])
+        self.assertIn("topics-slub-kunit-slab.log", failed[0]["detail"])
+        self.assertIn("slab_bulk_kunit: failed: case_x", failed[0]["detail"])
+        c = slub["targets"][0]["per_config"][1]
+        self.assertEqual((c["config"], c["kunit_status"], c["stress_status"], c["status"]),
+                         ("slab", "FAIL", "PASS", "FAIL"))
+        self.assertEqual(c["kunit"]["slab_bulk_kunit"]["failed"], ["case_x"])
+        self.assertIn("slab_bulk_kunit 5/1/1 (failed: case_x)", self.markdown())
+
+    def test_a_tree_that_moved_fails_the_steps_after(self):
+        self.write(self.SHAPE)
+        real = self.build
+
+        def build(config, tree_name, label=None):
+            real(config, tree_name, label)
+            if label.startswith("tests slob"):
+                git(TOPICS_SRC, "-c", "user.name=T", "-c", "user.email=t@e",
+                    "commit", "-q", "--allow-empty", "-m", "moved")
+            return ""
+        self.build = build
+        self.assertEqual(self.run_main(), 1)
+        tests = self.result()["topics"][1]
+        self.assertEqual(tests["status"], "FAIL")
+        boots = [s for s in tests["steps"] if s["name"].split(": ")[1][:5] in
+                 ("kunit", "stres")]
+        self.assertEqual({s["status"] for s in boots}, {"FAIL"})
+        self.assertIn("moved to", boots[0]["detail"])
+        self.assertNotIn("kunit", [e[0] for e in self.events[:9]])
+        # The next target starts from the base again and passes.
+        self.assertEqual(self.result()["topics"][2]["status"], "PASS")
 
     def test_a_topic_that_does_not_apply_fails_naming_the_patch(self):
         # slub's patch changes what the fix wrote: it needs fixes.
         self.write("fixes 1 - f\ntests 2 - t\nslub 3 tests s\nnet 4 tests n\n")
         self.assertEqual(self.run_main(), 1)
         rec = self.result()
+        # slub alone fails; its prefix (fixes, tests, slub) applies.
         self.assertEqual([t["status"] for t in rec["topics"]],
                          ["PASS", "PASS", "FAIL", "PASS"])
         slub = rec["topics"][2]
+        self.assertEqual([r["status"] for r in slub["targets"]], ["FAIL", "PASS"])
         self.assertEqual((slub["applied"], slub["built"]), ([], []))
-        apply, *builds = slub["steps"]
+        alone = slub["targets"][0]["steps"]
+        apply, builds, boots = alone[0], alone[1:4], alone[4:]
         self.assertEqual(apply["status"], "FAIL")
         self.assertIn("0003-mm-slub-faster.patch does not apply on base + "
-                      "0002-mm-slab-a-suite.patch", apply["detail"])
+                      "0002-mm-slab-the-suites.patch", apply["detail"])
         self.assertIn("topics-slub-apply.log", apply["detail"])
         self.assertEqual([b["status"] for b in builds], ["SKIP"] * 3)
+        self.assertEqual([b["status"] for b in boots], ["SKIP"] * 6)
+        self.assertIn("not booted: slub did not apply", boots[0]["detail"])
         self.assertNotIn("slub", [b[0] for b in self.built])
-        # The next topic starts from the base again.
-        self.assertEqual(self.built[-1][0], "net")
-        self.assertFalse(gitrepo.am_in_progress(os.path.join(TOPICS_ROOT, "linux"),
-                                                "t"))
+        self.assertEqual([b[0] for b in self.built].count("slub prefix"), 3)
+        # The next target starts from the base again.
+        self.assertEqual(self.built[-2][0], "net")
+        self.assertFalse(gitrepo.am_in_progress(TOPICS_SRC, "t"))
 
     def test_a_failed_build_fails_its_topic_with_the_log(self):
-        self.write("fixes 1 - f\ntests 2 fixes t\nslub 3 fixes,tests s\n"
-                   "net 4 tests n\n")
+        self.write(self.SHAPE)
         real = self.build
 
         def build(config, tree_name, label=None):
@@ -340,9 +742,14 @@ class Run(unittest.TestCase):
         self.assertEqual(self.run_main(), 1)
         tests = self.result()["topics"][1]
         self.assertEqual((tests["status"], tests["built"]), ("FAIL", ["slub", "slob"]))
-        failed = [s for s in tests["steps"] if s["status"] == "FAIL"][0]
-        self.assertEqual(failed["name"], "tests: build slab")
-        self.assertIn("topics-tests-slab.log", failed["detail"])
+        failed = [s for s in tests["steps"] if s["status"] == "FAIL"]
+        self.assertEqual([s["name"] for s in failed], ["tests: build slab"])
+        self.assertIn("topics-tests-slab.log", failed[0]["detail"])
+        skipped = [s for s in tests["steps"] if s["status"] == "SKIP"]
+        self.assertEqual([s["name"] for s in skipped],
+                         ["tests: kunit slab", "tests: stress slab"])
+        self.assertIn("not booted: slab did not build on tests", skipped[0]["detail"])
+        self.assertNotIn(("kunit", sorted(self.SUITES), "slab"), self.events[:12])
         with open(log_path("topics-tests-slab.log")) as f:
             self.assertIn("built tests slab@", f.read())
 
@@ -350,7 +757,7 @@ class Run(unittest.TestCase):
         self.write("fixes 1-2 - f\ntests 2 fixes t\nslub 3 fixes s\nnet 4 tests n\n")
         with self.assertRaisesRegex(StageError, "1 problem"):
             self.run_main()
-        self.assertEqual(self.built, [])
+        self.assertEqual(self.events, [])
         self.assertFalse(os.path.exists(TOPICS_ROOT))
 
 
