@@ -271,9 +271,9 @@ def series_paths(patch):
     return SERIES_PATHS[int(os.path.basename(patch)[:4])]
 
 
-class Plan(unittest.TestCase):
-    """targets() and plan() for the series' shape: no tree, nothing runs
-    (gitrepo.patch_paths() mocked with the series' files)."""
+class SeriesShape(unittest.TestCase):
+    """The series' topics and patch names, gitrepo.patch_paths() mocked
+    with the series' files: no tree, nothing runs."""
 
     def setUp(self):
         self.topics = topics.parse(CURRENT)
@@ -281,6 +281,10 @@ class Plan(unittest.TestCase):
         patch = mock.patch("gitrepo.patch_paths", series_paths)
         patch.start()
         self.addCleanup(patch.stop)
+
+
+class Plan(SeriesShape):
+    """targets() and plan() for the series' shape."""
 
     def plan(self, builds_only=False, state=None):
         return topics.plan(self.topics, self.patches, state or topics.State(),
@@ -364,15 +368,11 @@ def result(name, status="PASS", detail=""):
     return steps.StepResult("topics", name, status, detail, 1.0)
 
 
-class Summary(unittest.TestCase):
+class Summary(SeriesShape):
     """summarize() and markdown() over step results made up here."""
 
     def setUp(self):
-        self.topics = topics.parse(CURRENT)
-        self.patches = ["%04d-p.patch" % n for n in range(1, 22)]
-        patch = mock.patch("gitrepo.patch_paths", series_paths)
-        patch.start()
-        self.addCleanup(patch.stop)
+        super().setUp()
         self.state = topics.State()
         for label, names in PLANNED.items():
             for n in names:
@@ -680,17 +680,23 @@ class Run(unittest.TestCase):
         self.assertEqual(c["kunit"]["slab_bulk_kunit"]["failed"], ["case_x"])
         self.assertIn("slab_bulk_kunit 5/1/1 (failed: case_x)", self.markdown())
 
-    def test_a_tree_that_moved_fails_the_steps_after(self):
-        self.write(self.SHAPE)
+    def after_build(self, prefix, then):
+        """Builds as before, then run then() after the one whose label
+        starts with prefix."""
         real = self.build
 
         def build(config, tree_name, label=None):
             real(config, tree_name, label)
-            if label.startswith("tests slob"):
-                git(TOPICS_SRC, "-c", "user.name=T", "-c", "user.email=t@e",
-                    "commit", "-q", "--allow-empty", "-m", "moved")
+            if label.startswith(prefix):
+                then()
             return ""
         self.build = build
+
+    def test_a_tree_that_moved_fails_the_steps_after(self):
+        self.write(self.SHAPE)
+        self.after_build("tests slob", lambda: git(
+            TOPICS_SRC, "-c", "user.name=T", "-c", "user.email=t@e",
+            "commit", "-q", "--allow-empty", "-m", "moved"))
         self.assertEqual(self.run_main(), 1)
         tests = self.result()["topics"][1]
         self.assertEqual(tests["status"], "FAIL")
@@ -730,15 +736,11 @@ class Run(unittest.TestCase):
 
     def test_a_failed_build_fails_its_topic_with_the_log(self):
         self.write(self.SHAPE)
-        real = self.build
 
-        def build(config, tree_name, label=None):
-            real(config, tree_name, label)
-            if label.startswith("tests slab"):
-                log = log_path("build-topics-slab.log")
-                raise StageError("build", "tests slab failed: error: x", log)
-            return ""
-        self.build = build
+        def fail():
+            raise StageError("build", "tests slab failed: error: x",
+                             log_path("build-topics-slab.log"))
+        self.after_build("tests slab", fail)
         self.assertEqual(self.run_main(), 1)
         tests = self.result()["topics"][1]
         self.assertEqual((tests["status"], tests["built"]), ("FAIL", ["slub", "slob"]))
