@@ -243,12 +243,6 @@ def files_of(topic: Topic, patches: list[str]) -> list[str]:
     return patches[topic.first - 1:topic.last]
 
 
-def apply_order(topics: list[Topic], name: str,
-                patches: list[str]) -> list[str]:
-    """The patch files git am applies for topic name, in turn."""
-    return [f for t in needs(topics, name) for f in files_of(t, patches)]
-
-
 def configs(paths: list[str]) -> list[str]:
     """The allocator configs a change to paths can affect: the allocator
     whose private file it is (build_each.PRIVATE), all three for code they
@@ -274,11 +268,6 @@ def topic_configs(topic: Topic, patches: list[str]) -> list[str]:
     paths = [p for f in files_of(topic, patches)
              for p in gitrepo.patch_paths(f)]
     return configs(paths) or [registry.ALLOCATORS[0]]
-
-
-def describe(topics: list[Topic], name: str) -> str:
-    """'fixes 1-3, tests 4-11, slub 12-15': what topic name's run applies."""
-    return ", ".join("%s %s" % (t.name, t.span()) for t in needs(topics, name))
 
 
 ALONE = "alone"

@@ -205,9 +205,11 @@ class Order(unittest.TestCase):
     def test_a_topic_with_requirements_applies_them_first_in_order(self):
         self.assertEqual(self.names("fixes"), ["fixes"])
         self.assertEqual(self.names("slab"), ["fixes", "tests", "slab"])
-        self.assertEqual(topics.apply_order(self.topics, "slab", self.patches),
+        alone = {t.topic.name: t for t in topics.targets(self.topics)
+                 if t.kind == topics.ALONE}
+        self.assertEqual(alone["slab"].files(self.patches),
                          ["%04d.patch" % n for n in list(range(1, 12)) + [16, 17, 18]])
-        self.assertEqual(topics.describe(self.topics, "slob"),
+        self.assertEqual(alone["slob"].describe(),
                          "fixes 1-3, tests 4-11, slob 19")
 
     def test_requirements_are_transitive_and_in_the_order_of_topics(self):
