@@ -2,7 +2,8 @@
 callers of kmem_cache_alloc_bulk()/kmem_cache_free_bulk() in 6.1, driven
 from user space and timed per operation on base and series.
 
-The callers (build/linux; the series changes none of them):
+The callers (build/linux; the series changes none of them, but frees
+the qdisc drops' heads in bulk):
   lib/maple_tree.c     mas_preallocate() asks for 1 + 3 * height nodes
                        before every change of a VMA tree (mmap, munmap,
                        mprotect, brk): mas_alloc_nodes() takes one with
@@ -24,6 +25,16 @@ The callers (build/linux; the series changes none of them):
                        period (KFREE_DRAIN_JIFFIES batches).  Reachable here
                        through kernfs: closing a sysfs attribute frees its
                        kernfs_open_node with kfree_rcu() (fs/kernfs/file.c).
+  net/bpf/test_run.c   xdp_recv_frames(): the skb heads of a batch of
+                       XDP_PASS frames (64 by default) with
+                       kmem_cache_alloc_bulk(), in the test run's
+                       live-frames mode; 6.1's other such callers (veth's
+                       XDP receive, cpumap) do the same for redirected
+                       frames.
+  net/core/dev.c       __dev_xmit_skb(): what a qdisc dropped on enqueue
+                       (its to_free list) freed with kfree_skb_list_reason(),
+                       one kfree_skb() per sk_buff in 6.1, the heads in
+                       bulk with the series.
 
 The init runs the workloads (harness.callers, initramfs/init.c's header
 says what each does and what its unit is) in exact mode, where TSC ticks
@@ -42,6 +53,24 @@ keyed on the caller.  The init prints the hist files before and after
 each timed loop; the difference is what the loop did.  That kernel's
 ticks are not used (the probes cost instructions).
 
+With --costs each kernel boots once more, after its plain runs, in exact
+mode under the QEMU TCG plugin of ./bulk bench --costs
+(harness/plugin/qemu-cost.c, harness/costs.py) with clock=user: its timed
+regions open and close at the clock reads of user space, and the init's
+only ones in such a boot are callers_one()'s two around each workload's
+loop, so region k is workload k.  A region's instructions must be the
+ticks the init printed for its workload in that boot (exact mode: the TSC
+counts instructions); a region more or less, or other instructions, fail
+the run rather than pair regions and workloads otherwise.  They are not
+checked against the kernel's plain run 1: the plugin boot keeps the lock
+prefixes (costs.KEEP_LOCKS, as ./bulk bench --costs does), which changes
+the boot, and with it some loops' ticks (by up to 2%, uring-new's, in
+boots of the base kernel with small counts; the plugin itself changes
+none: a boot with noreplace-smp and no plugin ticked as the plugin boot
+did).  The report says how far they are from run 1's.  Per unit, it gives the modeled cost
+(instructions + events x costs.WEIGHTS, low and high band) and the events
+behind it.
+
 With --arch arm64 the same runs on arm64 kernels (slub-callers-arm64 and
 slub-callers-count-arm64, QEMU virt): the init reads the generic timer's
 counter, which ticks once per instruction there (arch.py), and the probes
@@ -54,13 +83,16 @@ import math
 import os
 import re
 import time
+from typing import Any
 
 import arch
 import basetree
 import boot
+import costs
 import kbuild
+import profile
 import record
-from common import StageError, rel, say
+from common import BUILD, StageError, rel, say
 
 KIND = "bench"
 NAME = "callers"
@@ -80,8 +112,27 @@ class Workload:
 
 
 # The init's workloads (harness.callers), in the order they run, and the
-# units COUNT counts.  About 50 to 300 million instructions each.
+# units COUNT counts.  About 50 to 300 million instructions each.  The
+# network ones first: a BPF test run stops with EINTR when task work is
+# queued for the init (signal_pending()), as io_uring's ring teardown,
+# which runs in a kworker after the uring workloads, may queue it.
 WORKLOADS = (
+    Workload("xdp", 65536, "frame",
+             "64-byte UDP frames through an XDP program that returns "
+             "XDP_PASS, 4096 per BPF_PROG_TEST_RUN in live-frames mode: "
+             "the test run allocates each batch's skb heads with "
+             "kmem_cache_alloc_bulk() (xdp_recv_frames()) and hands them "
+             "to the stack on the loopback, where IP drops them as not "
+             "for this host (kfree_skb(), page back to the page_pool)"),
+    Workload("qdisc-one", 32768, "frame",
+             "64-byte frames sent on dummy0 through an AF_PACKET socket "
+             "into a tbf (8 bytes/s) whose bfifo child holds 8 KiB: every "
+             "frame that arrives at the full bfifo is dropped, "
+             "kfree_skb_list_reason() of a list of one"),
+    Workload("qdisc-batch", 32768, "frame",
+             "the same with an fq_codel (limit 128) under the tbf: it "
+             "drops 64 frames of its one flow at a time, "
+             "kfree_skb_list_reason() of a list of 64"),
     Workload("mmap", 4000, "mmap+munmap",
              "one page mapped and unmapped in the middle of a 3-page gap "
              "among 256 one-page mappings (a VMA tree of height 3): two "
@@ -128,14 +179,18 @@ HIST_RE = re.compile(r"^\{ caller: \[[0-9a-f]+\] +([\w.]+?)"
 # The function a return address is in -> the caller it belongs to.
 CALLER_PREFIXES = (("mas_", "maple"), ("mt_", "maple"), ("mtree_", "maple"),
                    ("__mt_", "maple"), ("__io_", "io_uring"),
-                   ("io_", "io_uring"), ("kfree_rcu", "kvfree_rcu"))
+                   ("io_", "io_uring"), ("kfree_rcu", "kvfree_rcu"),
+                   ("xdp_", "BPF test run"),
+                   ("bpf_test_run", "BPF test run"), ("kfree_skb_list", "skb list"),
+                   ("napi_", "NAPI skb cache"))
 
 
 def spec(workloads: tuple[Workload, ...] = WORKLOADS) -> str:
     return ",".join("%s:%d" % (w.name, w.count) for w in workloads)
 
 
-def append(count: bool = False, a: arch.Arch = arch.X86_64) -> str:
+def append(count: bool = False, a: arch.Arch = arch.X86_64,
+           workloads: tuple[Workload, ...] = WORKLOADS) -> str:
     """The command line for the workloads; with count, the kprobe events
     and hist triggers first, and their hist files around each loop."""
     words = []
@@ -152,7 +207,7 @@ def append(count: bool = False, a: arch.Arch = arch.X86_64) -> str:
                   for event in PROBES]
         words += ["harness.callers_snap=%s/events/kprobes/%s/hist"
                   % (TRACING, event) for event in PROBES]
-    words.append("harness.callers=" + spec())
+    words.append("harness.callers=" + spec(workloads))
     # The init splits words at spaces; "%20" is a space in a value.
     return " ".join(w.replace(" ", "%20") for w in words)
 
@@ -281,9 +336,137 @@ def spread(runs: list[Run], name: str) -> int:
     return max(ticks) - min(ticks)
 
 
+@dataclasses.dataclass
+class CostRun:
+    """A kernel's boot under the cost plugin: each workload's timed
+    region, and the plugin's cache geometry."""
+    tree: str
+    label: str
+    log: str
+    geometry: str
+    regions: dict[str, costs.Region]
+
+    def per_unit(self, w: Workload, event: str) -> float:
+        r = self.regions[w.name]
+        return (r.insns if event == "insns" else r.events[event]) / w.count
+
+    def modeled(self, w: Workload, band: int) -> float:
+        r = self.regions[w.name]
+        return costs.modeled(r.insns, r.events, w.count, band)
+
+
+def assign(regions: list[costs.Region], ticks: dict[str, tuple[int, int]],
+           log: str, workloads: tuple[Workload, ...] = WORKLOADS
+           ) -> dict[str, costs.Region]:
+    """{workload: its region}: region k is workload k, whose instructions
+    must be the @ticks the init printed for it in the same boot.  Anything
+    else (a region more or less, other instructions) is a StageError
+    naming @log, not a pairing guessed otherwise."""
+    if len(regions) != len(workloads):
+        raise StageError("callers", "the plugin counted %d timed regions "
+                         "for %d workloads (%s): the init's clock reads "
+                         "are not two per workload" % (
+                             len(regions), len(workloads),
+                             ", ".join(w.name for w in workloads)), log)
+    for k, (r, w) in enumerate(zip(regions, workloads), 1):
+        if r.insns != ticks[w.name][1]:
+            raise StageError("callers", "timed region %d has %d "
+                             "instructions, but the init printed tsc=%d for "
+                             "workload %d, %s: the region is not its loop"
+                             % (k, r.insns, ticks[w.name][1], k, w.name), log)
+    return {w.name: r for w, r in zip(workloads, regions)}
+
+
+# The cost table's events per unit: a heading and the events a cell
+# joins with '+' (their parts, not a sum), as costs.COLUMNS has them.
+COST_COLUMNS = (
+    ("loads", ("loads",)),
+    ("L1D load misses", ("l1d_load_misses",)),
+    ("L2 load misses", ("l2_load_misses",)),
+    ("LLC load misses", ("llc_load_misses",)),
+    ("locked", ("locked",)),
+    ("cmpxchg16b +locked", ("cmpxchg16b", "cmpxchg16b_locked")),
+    ("cli+sti", ("cli", "sti")),
+    ("pushf+popf", ("pushf", "popf")),
+)
+
+
+def cost_cell(c: CostRun, w: Workload, events: tuple[str, ...]) -> str:
+    return "+".join(costs.fmt(c.per_unit(w, e)) for e in events)
+
+
+def ticks_note(first: Run, c: CostRun) -> str:
+    """How far the plugin boot's ticks (its regions' instructions) are
+    from the kernel's run 1, at most."""
+    off = {w.name: abs(c.regions[w.name].insns - first.ticks[w.name][1])
+           / first.ticks[w.name][1] for w in WORKLOADS}
+    worst = max(off, key=lambda name: off[name])
+    if off[worst] == 0:
+        return "the same for %s" % c.label
+    return "at most %.2f%% off for %s (%s)" % (100 * off[worst], c.label,
+                                                worst)
+
+
+def cost_table(base: CostRun, series: CostRun, firsts: dict[str, Run]
+               ) -> list[str]:
+    """The modeled costs per unit, base / series, and what they rest on;
+    @firsts: each kernel's run 1."""
+    md = ["", "## Modeled costs (--costs)", "",
+          "One more boot of each kernel in exact mode under the QEMU TCG "
+          "plugin of ./bulk bench --costs (`harness/plugin/qemu-cost.c`, "
+          "`clock=user`: a timed region between the init's two clock reads "
+          "around each workload's loop, region k for workload k, its "
+          "instructions the ticks the init printed in that boot), with "
+          "`%s` (on one CPU a kernel otherwise turns its lock prefixes "
+          "into DS prefixes, and no locked instruction would be seen). "
+          "That changes the boot, and with it some loops' ticks: against "
+          "each kernel's run 1 (the table above), %s.  Per unit, base / "
+          "series: loads, their misses in a modeled cache (%s; LRU, "
+          "write-allocate, no prefetcher), locked instructions (lock "
+          "prefix, xchg with memory), cmpxchg16b unlocked+locked and the "
+          "IRQ-flag instructions, of everything that ran in the loop, the "
+          "kernel's work included.  **Modeled cost** = instructions + sum "
+          "of events x weight, with the low and the high weights of "
+          "harness/costs.py (%s): a model, not cycles; series/base per "
+          "band." % (
+              costs.KEEP_LOCKS, " and ".join(
+                  ticks_note(firsts[c.label], c) for c in (base, series)),
+              series.geometry, ", ".join(
+                  "%s %g–%g" % (k, lo, hi)
+                  for k, (lo, hi) in costs.WEIGHTS.items())),
+          "", "Weights' sources: %s." % costs.SOURCES, "",
+          "| workload | unit | modeled cost base | modeled cost series "
+          "| series/base low | series/base high | " +
+          " | ".join(h for h, _ in COST_COLUMNS) + " |",
+          "|---|---|" + "---:|" * (4 + len(COST_COLUMNS))]
+    for w in WORKLOADS:
+        lo = [c.modeled(w, 0) for c in (base, series)]
+        hi = [c.modeled(w, 1) for c in (base, series)]
+        md.append("| %s | %s | %s–%s | %s–%s | %.4f | %.4f | %s |" % (
+            w.name, w.unit, costs.fmt(lo[0]), costs.fmt(hi[0]),
+            costs.fmt(lo[1]), costs.fmt(hi[1]), lo[1] / lo[0], hi[1] / hi[0],
+            " | ".join("%s / %s" % (cost_cell(base, w, get),
+                                    cost_cell(series, w, get))
+                       for _, get in COST_COLUMNS)))
+    return md
+
+
+def cost_json(cost_runs: dict[str, CostRun]) -> dict[str, dict[str, Any]]:
+    """Per kernel and workload: its region's instructions and events, and
+    the modeled cost per unit in both bands."""
+    return {label: {w.name: {
+        "units": w.count, "insns": c.regions[w.name].insns,
+        "events": c.regions[w.name].events,
+        "modeled_low": round(c.modeled(w, 0), 2),
+        "modeled_high": round(c.modeled(w, 1), 2)} for w in WORKLOADS}
+        for label, c in cost_runs.items()}
+
+
 def markdown(runs: list[Run], counts: dict[str, Counts],
-             command: str, a: arch.Arch = arch.X86_64) -> str:
-    """The table (first run of each kernel), then what each workload is."""
+             command: str, a: arch.Arch = arch.X86_64,
+             cost_runs: dict[str, CostRun] | None = None) -> str:
+    """The table (first run of each kernel), with --costs the modeled
+    costs' (cost_table()), then what each workload is."""
     by_label: dict[str, list[Run]] = {}
     for r in runs:
         by_label.setdefault(r.label, []).append(r)
@@ -332,10 +515,15 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
                "it depending on the instructions run before:", ""]
         md += ["- %s: %s" % (w.name, describe(counts["base"].get(w.name, {}),
                                               w.count)) for w in differ]
+    if cost_runs:
+        md += cost_table(cost_runs["base"], cost_runs["series"], {
+            "base": base_runs[0], "series": series_runs[0]})
     md += ["", "Workloads (initramfs/init.c, harness.callers):", ""]
     md += ["- **%s** (%d units): %s." % (w.name, w.count, w.what)
            for w in WORKLOADS]
-    md += ["", "Logs: %s." % ", ".join(rel(r.log) for r in runs)]
+    md += ["", "Logs: %s." % ", ".join(
+        [rel(r.log) for r in runs] +
+        [rel(c.log) for c in (cost_runs or {}).values()])]
     return "\n".join(md) + "\n"
 
 
@@ -366,11 +554,51 @@ def one_count(tree_name: str, label: str,
     return counts, res.log
 
 
+def costs_boot(config: str, tree_name: str, label: str, plugin: str,
+               workloads: tuple[Workload, ...] = WORKLOADS) -> CostRun:
+    """Boot @config's kernel of @tree_name in exact mode with no module,
+    under qemu-cost.c counting between the init's clock reads
+    (clock=user), with the lock prefixes kept (costs.KEEP_LOCKS) as
+    ./bulk bench --costs has them; profile.plugin_boot() would load the
+    benchmark module and time its clock reads instead."""
+    out_path = os.path.join(BUILD, "costs", "callers-%s-%s.txt" % (
+        tree_name, config))
+    os.makedirs(os.path.dirname(out_path), exist_ok=True)
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    res = boot.boot(config, tree_name, "exact", [],
+                    append(workloads=workloads) + " " + costs.KEEP_LOCKS,
+                    costs.BOOT_TIMEOUT, tag="callers-costs",
+                    qemu_extra=["-plugin", ",".join(
+                        [plugin, "out=" + out_path, "clock=user"])])
+    assert res is not None
+    if not os.path.exists(out_path):
+        raise StageError("callers", "the QEMU plugin wrote no counts (%s)"
+                         % rel(out_path), res.log)
+    with open(res.log, errors="replace") as f:
+        ticks = parse_timings(f.read(), label + " costs", 1, res.log,
+                              workloads)
+    try:
+        # One vCPU, whole pairs of clock reads (profile.check_header()).
+        counts = costs.read_costs(out_path)
+    except ValueError as e:
+        raise StageError("callers", str(e), res.log)
+    r = CostRun(tree_name, label, res.log, counts.geometry(),
+                assign(counts.regions, ticks, res.log, workloads))
+    say("callers %s costs: %s" % (label, ", ".join(
+        "%s %.0f-%.0f" % (w.name, r.modeled(w, 0), r.modeled(w, 1))
+        for w in workloads)))
+    return r
+
+
 def main(args: argparse.Namespace) -> int:
     start = time.time()
     a = arch.get(args.arch)
     config, count_config = a.config(CONFIG), a.config(COUNT_CONFIG)
     basetree.prepare("callers")
+    plugin = (profile.build_plugin(costs.PLUGIN_SRC, costs.PLUGIN, "callers")
+              if args.costs else "")
+    cost_runs: dict[str, CostRun] = {}
     runs: list[Run] = []
     counts: dict[str, Counts] = {}
     count_logs = []
@@ -379,14 +607,17 @@ def main(args: argparse.Namespace) -> int:
         mine = [one(tree_name, label, i, a) for i in range(1, RUNS + 1)]
         check_repeat(mine)
         runs += mine
+        if args.costs:
+            cost_runs[label] = costs_boot(config, tree_name, label, plugin)
         if not args.no_count:
             kbuild.build(count_config, tree_name,
                          label="%s %s" % (count_config, label))
             counts[label], log = one_count(tree_name, label, a)
             count_logs.append(log)
     command = "./bulk callers" + (" --no-count" if args.no_count else "") + (
+        " --costs" if args.costs else "") + (
         "" if a == arch.X86_64 else " --arch " + a.name)
-    md = markdown(runs, counts, command, a)
+    md = markdown(runs, counts, command, a, cost_runs)
     name = NAME + a.suffix
     out = record.folder(KIND, args.record)
     st = record.stamp()
@@ -399,7 +630,9 @@ def main(args: argparse.Namespace) -> int:
                                       got.items())]
                            for name, got in per.items()}
                    for label, per in counts.items()},
-        "count_logs": count_logs}, st)
+        "count_logs": count_logs,
+        "costs": cost_json(cost_runs),
+        "cost_logs": [c.log for c in cost_runs.values()]}, st)
     print(md)
     say("callers: %s.md written in %s; done in %dm%02ds" % (
         name, record.where(args.record),

@@ -497,8 +497,9 @@ def parser() -> argparse.ArgumentParser:
                    % profile.DEFAULT_TOP)
     record_opt(p)
     p = verb("callers", "the bulk API's callers in the kernel, base vs series",
-             "the maple tree (mmap, mprotect, brk), io_uring NOPs and "
-             "kvfree_rcu() driven by the init in exact mode: instructions "
+             "the maple tree (mmap, mprotect, brk), io_uring NOPs, "
+             "kvfree_rcu(), XDP_PASS frames of the BPF test run and qdisc "
+             "drops driven by the init in exact mode: instructions "
              "per operation, and the bulk calls per operation from a "
              "kernel with kprobe events",
              kept("bench", "callers.md and .json"),
@@ -506,6 +507,13 @@ def parser() -> argparse.ArgumentParser:
              "builds more")
     p.add_argument("--no-count", action="store_true",
                    help="skip the counting kernel (slub-callers-count)")
+    p.add_argument("--costs", action="store_true",
+                   help="also boot each kernel once more in exact mode with "
+                   "the QEMU plugin of bench --costs timing the init's own "
+                   "loops: per unit, cache misses (a modeled cache), locked "
+                   "and IRQ-flag instructions, and a modeled cost beside the "
+                   "instructions (two boots more; a second table in "
+                   "callers.md; harness/costs.py)")
     arch_opt(p)
     record_opt(p)
     p = verb("suites", "the kernel's own suites that use the bulk API, "
@@ -670,6 +678,12 @@ def check_bench(args: argparse.Namespace) -> None:
                          "not with --arch %s" % args.arch)
 
 
+def check_callers(args: argparse.Namespace) -> None:
+    if args.costs and args.arch != "x86_64":
+        raise StageError("callers", "--costs counts x86-64 instructions: "
+                         "not with --arch %s" % args.arch)
+
+
 def check_bench_prev(args: argparse.Namespace) -> None:
     benchprev.check_args(args)
     benchprev.check_base(benchprev.resolve(args.rev))
@@ -684,6 +698,7 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "kunit-each": check_range,
     "bench-each": check_bench_each,
     "bench-prev": check_bench_prev,
+    "callers": check_callers,
     "stress": stress.check_args,
     "move-base": movebase.check_args,
     "net": net.validate,

@@ -199,23 +199,30 @@ class Measured:
     def per_obj(self, value: float) -> float:
         return value / self.record.objs
 
-    def derived(self) -> dict[str, int]:
-        """The events and, per level, the misses the next level served."""
-        e = dict(self.events)
-        for kind in ("load", "store"):
-            l1, l2, llc = (e["%s_%s_misses" % (lvl, kind)]
-                           for lvl in ("l1d", "l2", "llc"))
-            e["l2_%s_hits" % kind] = l1 - l2
-            e["llc_%s_hits" % kind] = l2 - llc
-            e["dram_%ss" % kind] = llc
-        return e
-
     def modeled(self, band: int) -> float:
-        """Modeled cost per object: instructions + events x weights, with
-        the low (band 0) or high (band 1) weights."""
-        e = self.derived()
-        return self.per_obj(self.insns + sum(
-            e[k] * w[band] for k, w in WEIGHTS.items()))
+        """Modeled cost per object (modeled())."""
+        return modeled(self.insns, self.events, self.record.objs, band)
+
+
+def derived(events: dict[str, int]) -> dict[str, int]:
+    """The events and, per level, the misses the next level served."""
+    e = dict(events)
+    for kind in ("load", "store"):
+        l1, l2, llc = (e["%s_%s_misses" % (lvl, kind)]
+                       for lvl in ("l1d", "l2", "llc"))
+        e["l2_%s_hits" % kind] = l1 - l2
+        e["llc_%s_hits" % kind] = l2 - llc
+        e["dram_%ss" % kind] = llc
+    return e
+
+
+def modeled(insns: int, events: dict[str, int], units: int,
+            band: int) -> float:
+    """Modeled cost per unit (an object here, a workload's unit for
+    ./bulk callers --costs): instructions + events x weights, with the low
+    (band 0) or high (band 1) weights."""
+    e = derived(events)
+    return (insns + sum(e[k] * w[band] for k, w in WEIGHTS.items())) / units
 
 
 def match_segments(regions: list[Region], records: list[Record]) -> list[

@@ -47,6 +47,22 @@
  *                              kfree_rcu a sysfs attribute opened and closed
  *                                        (kfree_rcu() of its open node);
  *                                        unit: the pair
+ *                              xdp       XDP_PASS frames from the BPF test
+ *                                        run's live-frames mode on the
+ *                                        loopback, 4096 per bpf() call (its
+ *                                        skb heads allocated in bulk, 64 at
+ *                                        a time), dropped by IP as not for
+ *                                        this host; unit: a frame (COUNT a
+ *                                        multiple of 4096)
+ *                              qdisc-one UDP frames sent on dummy0 through an
+ *                                        AF_PACKET socket into a tbf qdisc
+ *                                        that holds them (8 bytes/s) with a
+ *                                        bfifo of 8 KiB: once it is full,
+ *                                        every frame is dropped as a list of
+ *                                        one; unit: a frame
+ *                              qdisc-batch the same with fq_codel (limit 128)
+ *                                        under the tbf: its drops come in
+ *                                        lists of 64; unit: a frame
  *   harness.callers_snap=path
  *                            (may repeat) print the file's lines before and
  *                            after each timed callers loop, as "harness:
@@ -75,12 +91,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <linux/io_uring.h>
+#include <linux/pkt_sched.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <sys/io.h>
 #define HAVE_EXIT_PORT 1
 #endif
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
@@ -759,6 +782,271 @@ static int op_kfree_rcu(long i)
 	return 0;
 }
 
+/*
+ * The network workloads' frame: Ethernet, IPv4 and UDP headers and 22
+ * bytes of payload (64 bytes), from 10.0.0.2 to 10.0.0.1 and to a MAC
+ * address that is not the receiver's.
+ */
+static unsigned char net_frame[64] = {
+	0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x08, 0x00,
+	0x45, 0, 0, 50, 0, 0, 0, 0, 64, IPPROTO_UDP, 0, 0,
+	10, 0, 0, 2, 10, 0, 0, 1,
+	0x30, 0x39, 0, 9, 0, 30, 0, 0,
+};
+
+static void net_frame_csum(void)
+{
+	unsigned int sum = 0, i;
+
+	for (i = 14; i < 34; i += 2)
+		sum += (net_frame[i] << 8) | net_frame[i + 1];
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~((sum & 0xffff) + (sum >> 16)) & 0xffff;
+	net_frame[24] = sum >> 8;
+	net_frame[25] = sum & 0xff;
+}
+
+/* Frames per BPF_PROG_TEST_RUN: 64 batches of the test run's 64. */
+#define XDP_FRAMES 4096
+
+static int xdp_prog = -1;
+
+/*
+ * An XDP program that returns XDP_PASS.  In live-frames mode the test run
+ * puts each frame in a page of its page_pool, runs the program, and
+ * passes the batch to the stack as sk_buffs whose heads it allocates with
+ * kmem_cache_alloc_bulk() (net/bpf/test_run.c, xdp_recv_frames()); the
+ * loopback is their device, and IP drops them (PACKET_OTHERHOST), which
+ * frees each with kfree_skb() and gives its page back to the pool.
+ */
+static int setup_xdp(void)
+{
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0,
+		  .imm = XDP_PASS },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr a;
+
+	net_frame_csum();
+	memset(&a, 0, sizeof(a));
+	a.prog_type = BPF_PROG_TYPE_XDP;
+	a.insns = (unsigned long)prog;
+	a.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	a.license = (unsigned long)"GPL";
+	xdp_prog = syscall(__NR_bpf, BPF_PROG_LOAD, &a, sizeof(a));
+	if (xdp_prog < 0) {
+		say("callers: BPF_PROG_LOAD: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+static int teardown_xdp(void)
+{
+	return close(xdp_prog);
+}
+
+static int op_xdp(long i)
+{
+	union bpf_attr a;
+
+	(void)i;
+	memset(&a, 0, sizeof(a));
+	a.test.prog_fd = xdp_prog;
+	a.test.data_in = (unsigned long)net_frame;
+	a.test.data_size_in = sizeof(net_frame);
+	a.test.repeat = XDP_FRAMES;
+	a.test.flags = BPF_F_TEST_XDP_LIVE_FRAMES;
+	/* EINTR: stopped part-way, by a signal or task work for this task. */
+	if (syscall(__NR_bpf, BPF_PROG_TEST_RUN, &a, sizeof(a))) {
+		say("callers: BPF_PROG_TEST_RUN: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+/* A request to rtnetlink, answered with an acknowledgement. */
+struct tc_req {
+	struct nlmsghdr nh;
+	struct tcmsg tc;
+	char attrs[256];
+};
+
+static struct rtattr *tc_attr(struct tc_req *r, unsigned short type,
+			      const void *data, size_t len)
+{
+	struct rtattr *rta = (struct rtattr *)((char *)r + NLMSG_ALIGN(r->nh.nlmsg_len));
+
+	rta->rta_type = type;
+	rta->rta_len = RTA_LENGTH(len);
+	if (len)
+		memcpy(RTA_DATA(rta), data, len);
+	r->nh.nlmsg_len = NLMSG_ALIGN(r->nh.nlmsg_len) + RTA_ALIGN(rta->rta_len);
+	return rta;
+}
+
+/* The nested attribute @nest ends here. */
+static void tc_nest_end(struct tc_req *r, struct rtattr *nest)
+{
+	nest->rta_len = (char *)r + r->nh.nlmsg_len - (char *)nest;
+}
+
+static void tc_init(struct tc_req *r, unsigned short type, int ifindex,
+		    unsigned int parent, unsigned int handle, const char *kind)
+{
+	memset(r, 0, sizeof(*r));
+	r->nh.nlmsg_len = NLMSG_LENGTH(sizeof(r->tc));
+	r->nh.nlmsg_type = type;
+	r->nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	if (type == RTM_NEWQDISC)
+		r->nh.nlmsg_flags |= NLM_F_CREATE | NLM_F_EXCL;
+	r->tc.tcm_family = AF_UNSPEC;
+	r->tc.tcm_ifindex = ifindex;
+	r->tc.tcm_parent = parent;
+	r->tc.tcm_handle = handle;
+	if (kind)
+		tc_attr(r, TCA_KIND, kind, strlen(kind) + 1);
+}
+
+static int tc_send(struct tc_req *r, const char *what)
+{
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ack;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	int err = -EPROTO;
+	ssize_t n = -1;
+
+	if (fd >= 0 && sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&to,
+			      sizeof(to)) == (ssize_t)r->nh.nlmsg_len)
+		n = recv(fd, &ack, sizeof(ack), 0);
+	if (n < 0) {
+		say("callers: %s: netlink: %s (%d)", what, strerror(errno), errno);
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
+	    ack.nh.nlmsg_type == NLMSG_ERROR)
+		err = ((struct nlmsgerr *)NLMSG_DATA(&ack.nh))->error;
+	close(fd);
+	if (err) {
+		say("callers: %s: %s (%d)", what, strerror(-err), -err);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The qdisc workloads: dummy0 (CONFIG_DUMMY makes it) up, with a tbf at
+ * its root whose rate (8 bytes/s) lets the first 25 frames through and
+ * then holds every frame in its child qdisc for the rest of the run: a
+ * bfifo of QDISC_BYTES (qdisc-one) or an fq_codel of QDISC_PACKETS
+ * (qdisc-batch).  A full bfifo drops each frame that arrives; fq_codel
+ * drops half of its fattest flow, up to 64 frames, as one list.  Either
+ * way __dev_xmit_skb() frees the drops with kfree_skb_list_reason().
+ */
+#define QDISC_PACKETS 128
+#define QDISC_BYTES (QDISC_PACKETS * 64)
+
+static int qdisc_dev = -1, qdisc_sock = -1;
+static struct sockaddr_ll qdisc_to;
+
+static int qdisc_setup(int fq_codel)
+{
+	struct tc_tbf_qopt tbf = {
+		.rate = { .rate = 8, .linklayer = TC_LINKLAYER_ETHERNET },
+		.limit = fq_codel ? 0 : QDISC_BYTES,
+	};
+	/* 200 s worth at 8 bytes/s: TCA_TBF_BURST, as .buffer (in ticks of
+	 * the packet scheduler's clock) stops at 2^32 ns.
+	 */
+	unsigned int burst = 1600, limit = QDISC_PACKETS;
+	struct ifreq ifr;
+	struct tc_req r;
+	struct rtattr *nest;
+	int fd;
+
+	net_frame_csum();
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "dummy0");
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
+	if (fd < 0 || ioctl(fd, SIOCGIFINDEX, &ifr)) {
+		say("callers: dummy0: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	qdisc_sock = fd;
+	qdisc_dev = ifr.ifr_ifindex;
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr))) {
+		say("callers: dummy0 up: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	tc_init(&r, RTM_NEWQDISC, qdisc_dev, TC_H_ROOT, TC_H_MAKE(1 << 16, 0),
+		"tbf");
+	nest = tc_attr(&r, TCA_OPTIONS, NULL, 0);
+	tc_attr(&r, TCA_TBF_PARMS, &tbf, sizeof(tbf));
+	tc_attr(&r, TCA_TBF_BURST, &burst, sizeof(burst));
+	tc_nest_end(&r, nest);
+	if (tc_send(&r, "tbf on dummy0"))
+		return 1;
+	if (fq_codel) {
+		tc_init(&r, RTM_NEWQDISC, qdisc_dev, TC_H_MAKE(1 << 16, 1),
+			TC_H_MAKE(10 << 16, 0), "fq_codel");
+		nest = tc_attr(&r, TCA_OPTIONS, NULL, 0);
+		tc_attr(&r, TCA_FQ_CODEL_LIMIT, &limit, sizeof(limit));
+		tc_nest_end(&r, nest);
+		if (tc_send(&r, "fq_codel under the tbf"))
+			return 1;
+	}
+	memset(&qdisc_to, 0, sizeof(qdisc_to));
+	qdisc_to.sll_family = AF_PACKET;
+	qdisc_to.sll_protocol = htons(ETH_P_IP);
+	qdisc_to.sll_ifindex = qdisc_dev;
+	qdisc_to.sll_halen = ETH_ALEN;
+	memcpy(qdisc_to.sll_addr, net_frame, ETH_ALEN);
+	return 0;
+}
+
+static int setup_qdisc_one(void)
+{
+	return qdisc_setup(0);
+}
+
+static int setup_qdisc_batch(void)
+{
+	return qdisc_setup(1);
+}
+
+/* The root qdisc deleted (what it holds is freed), the socket closed. */
+static int teardown_qdisc(void)
+{
+	struct tc_req r;
+
+	tc_init(&r, RTM_DELQDISC, qdisc_dev, TC_H_ROOT, 0, NULL);
+	if (tc_send(&r, "deleting dummy0's qdisc"))
+		return 1;
+	return close(qdisc_sock);
+}
+
+static int op_qdisc(long i)
+{
+	ssize_t n = sendto(qdisc_sock, net_frame, sizeof(net_frame), 0,
+			   (struct sockaddr *)&qdisc_to, sizeof(qdisc_to));
+
+	/* ENOBUFS: the qdisc dropped this frame itself (NET_XMIT_DROP). */
+	(void)i;
+	if (n != sizeof(net_frame) && !(n < 0 && errno == ENOBUFS)) {
+		say("callers: send on dummy0 returned %zd: %s (%d)", n,
+		    strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
 static const struct workload {
 	const char *name;
 	int (*setup)(void);
@@ -773,6 +1061,11 @@ static const struct workload {
 	{ "uring", setup_uring, op_uring, teardown_uring, URING_BATCH, 4 },
 	{ "uring-new", NULL, op_uring_new, NULL, URING_BATCH, 4 },
 	{ "kfree_rcu", setup_kfree_rcu, op_kfree_rcu, teardown_kfree_rcu, 1, 64 },
+	{ "xdp", setup_xdp, op_xdp, teardown_xdp, XDP_FRAMES, 2 },
+	{ "qdisc-one", setup_qdisc_one, op_qdisc, teardown_qdisc, 1,
+	  2 * QDISC_PACKETS },
+	{ "qdisc-batch", setup_qdisc_batch, op_qdisc, teardown_qdisc, 1,
+	  2 * QDISC_PACKETS },
 };
 
 /*

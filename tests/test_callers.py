@@ -2,9 +2,12 @@
 lines, the hist triggers' snapshots and the table (stdlib unittest only)."""
 import os
 import unittest
+from unittest import mock
 
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
+import boot
 import callers
+import costs
 import kconfig
 from common import StageError
 
@@ -162,7 +165,7 @@ class RealLog(unittest.TestCase):
     def test_timings(self):
         got = callers.parse_timings(self.text, "series", 1, "x")
         self.assertEqual(set(got), {w.name for w in callers.WORKLOADS})
-        self.assertEqual(got["mmap"], (4000, 63375978))
+        self.assertEqual(got["mmap"], (4000, 63204659))
 
     def test_counts(self):
         got = callers.parse_counts(self.text, "series", "x")
@@ -176,6 +179,16 @@ class RealLog(unittest.TestCase):
         self.assertEqual([k for k in got["kfree_rcu"]],
                          [("bulk_free", "kfree_rcu_work")])
         self.assertNotIn(("bulk_alloc", "__io_alloc_req_refill"), got["uring"])
+        # the BPF test run's batches of 64 skb heads
+        self.assertEqual(got["xdp"], {
+            ("bulk_alloc", "bpf_test_run_xdp_live"): (65536 // 64, 65536)})
+        # a list of one is no batch; lists of 64 flush 8 shells and 8
+        # kmalloc()ed heads at a time: every frame is dropped
+        self.assertEqual(got["qdisc-one"], {})
+        self.assertEqual(sum(objs for (event, func), (calls, objs) in
+                             got["qdisc-batch"].items()
+                             if func.startswith("kfree_skb_list")),
+                         2 * 32768)
 
 
 class CommandLine(unittest.TestCase):
@@ -200,7 +213,7 @@ class CommandLine(unittest.TestCase):
         for w in callers.WORKLOADS:
             if w.name.startswith("uring"):
                 self.assertEqual(w.count % 256, 0, w.name)
-        self.assertTrue(callers.spec().startswith("mmap:"))
+        self.assertTrue(callers.spec().startswith("xdp:65536,"))
 
     def test_configs(self):
         self.assertEqual(kconfig.CONFIG_SETS[callers.CONFIG],
@@ -234,6 +247,151 @@ class Table(unittest.TestCase):
         self.assertIn("- kfree_rcu: free 0.002 calls x 400 objects "
                       "(kvfree_rcu: kfree_rcu_work)", md)
         self.assertNotIn("- mmap:", md)
+
+
+def region(insns, **events):
+    return costs.Region(0, insns, dict({e: 0 for e in costs.EVENTS},
+                                       **events))
+
+
+def plugin_output(insns, vcpus=1):
+    """qemu-cost.c's output for regions of @insns instructions."""
+    return "".join([
+        "# clock_reads %d\n# phases 0\n# vcpus %d\n" % (2 * len(insns), vcpus),
+        "# addresses physical\n# virtual_fallbacks 0\n# line 64\n",
+        "# cache l1d 49152 12 64\n# cache l2 2097152 16 2048\n",
+        "# cache llc 31457280 15 32768\n",
+        "# columns phase insns %s\n" % " ".join(costs.EVENTS)] + [
+        "0 %d %s\n" % (n, " ".join(["7"] + ["0"] * (len(costs.EVENTS) - 1)))
+        for n in insns])
+
+
+class Costs(unittest.TestCase):
+    """--costs: the plugin's regions paired with the workloads, and the
+    second table."""
+    TICKS = {"mmap": (4000, 1000000), "uring-new": (512, 51200)}
+
+    def test_region_k_is_workload_k(self):
+        regs = [region(1000000, loads=5), region(51200)]
+        got = callers.assign(regs, self.TICKS, "c.log", TWO)
+        self.assertEqual(got, {"mmap": regs[0], "uring-new": regs[1]})
+
+    def test_other_instructions_are_refused(self):
+        with self.assertRaises(StageError) as cm:
+            callers.assign([region(1000000), region(51201)], self.TICKS,
+                           "c.log", TWO)
+        self.assertIn("timed region 2 has 51201 instructions, but the init "
+                      "printed tsc=51200 for workload 2, uring-new",
+                      str(cm.exception))
+        self.assertEqual(cm.exception.log, "c.log")
+        # in the other order: not paired by their counts either
+        with self.assertRaises(StageError):
+            callers.assign([region(51200), region(1000000)], self.TICKS,
+                           "c.log", TWO)
+
+    def test_a_region_more_or_less_is_refused(self):
+        for regs in ([region(1000000)],
+                     [region(1000000), region(51200), region(9)]):
+            with self.assertRaises(StageError) as cm:
+                callers.assign(regs, self.TICKS, "c.log", TWO)
+            self.assertIn("%d timed regions for 2 workloads" % len(regs),
+                          str(cm.exception))
+            self.assertEqual(cm.exception.log, "c.log")
+
+    def fake_boot(self, insns, vcpus=1, tsc=None):
+        """boot.boot as the plugin boot would go: the plugin's output
+        where out= says, the init's timing lines in the log; the call
+        is kept in self.call."""
+        def fake(config, tree, mode, load, append, timeout, tag,
+                 qemu_extra):
+            self.call = (config, tree, mode, list(load), append, tag,
+                         list(qemu_extra))
+            out = [a for a in qemu_extra[1].split(",")
+                   if a.startswith("out=")][0][4:]
+            with open(out, "w") as f:
+                f.write(plugin_output(insns, vcpus))
+            log = os.path.join(hermetic.SCRATCH, "costs-boot.log")
+            with open(log, "w") as f:
+                f.write("".join("harness: callers name=%s count=%d tsc=%d\n"
+                                % (w.name, w.count, t)
+                                for w, t in zip(TWO, tsc or insns)))
+            return boot.BootResult(config, tree, mode, list(load), append,
+                                   log, 1, 0, 1, [], None, [], [])
+        return mock.patch.object(callers.boot, "boot", fake)
+
+    def test_the_plugin_boot(self):
+        with self.fake_boot([4000 * 250, 512 * 100]):
+            c = callers.costs_boot("slub-callers", "linux", "series",
+                                   "/p/qemu-cost.so", TWO)
+        config, tree, mode, load, append, tag, extra = self.call
+        self.assertEqual((config, tree, mode, load), ("slub-callers", "linux",
+                                                      "exact", []))
+        self.assertEqual(append.split(), ["harness.callers=mmap:4000,"
+                                          "uring-new:512", costs.KEEP_LOCKS])
+        self.assertEqual(extra[0], "-plugin")
+        self.assertEqual(extra[1].split(",")[0], "/p/qemu-cost.so")
+        self.assertIn("clock=user", extra[1].split(","))
+        self.assertNotIn("p=", extra[1])
+        self.assertEqual(c.regions["uring-new"].insns, 51200)
+        self.assertEqual(c.per_unit(TWO[1], "insns"), 100)
+        self.assertEqual(c.per_unit(TWO[0], "loads"), 7 / 4000)
+        self.assertIn("L1D 48 KiB 12-way", c.geometry)
+
+    def test_the_plugin_boot_refuses_two_vcpus_and_other_ticks(self):
+        with self.fake_boot([1000, 512], vcpus=2):
+            with self.assertRaisesRegex(StageError, "2 vCPUs"):
+                callers.costs_boot("slub-callers", "linux", "series", "p",
+                                   TWO)
+        with self.fake_boot([1000, 512], tsc=[1000, 513]):
+            with self.assertRaises(StageError) as cm:
+                callers.costs_boot("slub-callers", "linux", "series", "p",
+                                   TWO)
+        self.assertIn("timed region 2 has 512 instructions, but the init "
+                      "printed tsc=513", str(cm.exception))
+        self.assertTrue(cm.exception.log.endswith("costs-boot.log"))
+
+    def test_table(self):
+        runs = [callers.Run(t, label, i, "%s%d.log" % (label, i),
+                            {w.name: (w.count, w.count * (
+                                100 if label == "base" else 90))
+                             for w in callers.WORKLOADS})
+                for t, label in callers.KERNELS for i in (1, 2)]
+        geometry = "L1D 48 KiB 12-way (64 sets); 64-byte lines"
+        # base: 100 instructions per unit, as its run 1; series: 90 (90.9
+        # on mmap, 1% more than its run 1), per unit an L1D load miss that
+        # hits L2 (5-11), a cmpxchg16b (10-25), a locked one (18-30) and
+        # two cli (2-8 each)
+        cost_runs = {
+            "base": callers.CostRun("linux-base", "base", "cb.log", geometry, {
+                w.name: region(w.count * 100, loads=w.count * 3)
+                for w in callers.WORKLOADS}),
+            "series": callers.CostRun("linux", "series", "cs.log", geometry, {
+                w.name: region(w.count * (909 if w.name == "mmap" else 900)
+                               // 10, loads=w.count * 3,
+                               l1d_load_misses=w.count, cmpxchg16b=w.count,
+                               cmpxchg16b_locked=w.count, cli=2 * w.count)
+                for w in callers.WORKLOADS})}
+        md = callers.markdown(runs, {}, "./bulk callers --costs",
+                              cost_runs=cost_runs)
+        self.assertLess(md.index("| mmap | mmap+munmap | 100.0 | 90.0 |"),
+                        md.index("## Modeled costs"))
+        self.assertLess(md.index("## Modeled costs"), md.index("Workloads"))
+        self.assertIn("| brk | 2 brk | 100–100 | 127–172 | 1.2700 | 1.7200 "
+                      "| 3.00 / 3.00 | 0.00 / 1.00 | 0.00 / 0.00 | "
+                      "0.00 / 0.00 | 0.00 / 0.00 | 0.00+0.00 / 1.00+1.00 | "
+                      "0.00+0.00 / 2.00+0.00 | 0.00+0.00 / 0.00+0.00 |", md)
+        self.assertIn("Weights' sources: %s." % costs.SOURCES, md)
+        self.assertIn("against each kernel's run 1 (the table above), the "
+                      "same for base and at most 1.00% off for series "
+                      "(mmap).", md)
+        self.assertIn(geometry, md)
+        self.assertIn("cb.log, cs.log.", md)
+        data = callers.cost_json(cost_runs)
+        self.assertEqual(data["series"]["brk"]["insns"], 4000 * 90)
+        self.assertEqual(data["series"]["brk"]["events"]["cli"], 8000)
+        self.assertEqual(data["series"]["brk"]["modeled_high"], 172.0)
+        self.assertNotIn("Modeled costs", callers.markdown(
+            runs, {}, "./bulk callers"))
 
 
 if __name__ == "__main__":

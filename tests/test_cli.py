@@ -185,7 +185,9 @@ class CheckedFirst(unittest.TestCase):
                            (["boot", "slub", "--timeout", "0"], "--timeout"),
                            (["stress", "--minutes", "nan"], "--minutes"),
                            (["stress", "--seconds", "999"], "--seconds"),
-                           (["move-base", "--to", "6.1 x"], "Debian version")):
+                           (["move-base", "--to", "6.1 x"], "Debian version"),
+                           (["callers", "--costs", "--arch", "arm64"],
+                            "--costs counts x86-64 instructions")):
             self.assertIn(want, usage_error(argv), argv)
 
 

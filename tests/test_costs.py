@@ -259,6 +259,9 @@ class Matching(unittest.TestCase):
         # low 110 + 0.5 * 5 + 15, high 110 + 0.5 * 11 + 25
         self.assertAlmostEqual(bulk.modeled(0), 127.5)
         self.assertAlmostEqual(bulk.modeled(1), 140.5)
+        # the same model per unit of anything (./bulk callers --costs)
+        self.assertAlmostEqual(costs.modeled(
+            bulk.insns, bulk.events, bulk.record.objs, 1), 140.5)
         self.assertEqual(got[2].per_obj(got[2].events["cli"]), 1.0)
 
     def test_a_row_printed_pair_by_pair_takes_the_regions_between(self):
@@ -330,6 +333,21 @@ class Matching(unittest.TestCase):
                                   "test b bulk N=34: 500 -> 600"])
 
 
+class Model(unittest.TestCase):
+    def test_each_level_weighs_the_misses_the_next_level_served(self):
+        """10 L1D store misses, 4 of them L2 misses, 1 an LLC miss: 6 L2
+        hits, 3 LLC hits, 1 DRAM store, which the store buffer hides in
+        the low band."""
+        ev = dict({e: 0 for e in costs.EVENTS}, l1d_store_misses=10,
+                  l2_store_misses=4, llc_store_misses=1, cli=1)
+        d = costs.derived(ev)
+        self.assertEqual((d["l2_store_hits"], d["llc_store_hits"],
+                          d["dram_stores"]), (6, 3, 1))
+        self.assertAlmostEqual(costs.modeled(100, ev, 2, 0), (100 + 2) / 2)
+        self.assertAlmostEqual(costs.modeled(100, ev, 2, 1),
+                               (100 + 6 * 11 + 3 * 100 + 350 + 8) / 2)
+
+
 class Report(unittest.TestCase):
     def side(self, insns, misses):
         ev = {e: 0 for e in costs.EVENTS}
@@ -366,8 +384,14 @@ class Plugin(unittest.TestCase):
         lib = costs.profile.build_plugin(costs.PLUGIN_SRC, costs.PLUGIN,
                                           "costs")
         self.assertTrue(lib.startswith(hermetic.SCRATCH))
+        # clock= takes module or user; an argument taken lets the
+        # install go on to the geometry, which it refuses.
         for arg, msg in (("bogus=1", "qemu-cost: unknown argument bogus=1"),
-                         ("out=x,l1d=47K:12", "a cache geometry")):
+                         ("out=x,l1d=47K:12", "a cache geometry"),
+                         ("out=x,clock=wall", "unknown argument clock=wall"),
+                         ("out=x,clock=user,l1d=47K:12", "a cache geometry"),
+                         ("out=x,clock=module,l1d=47K:12",
+                          "a cache geometry")):
             p = subprocess.run(["qemu-system-x86_64", "-M", "none",
                                 "-display", "none", "-monitor", "none",
                                 "-serial", "none", "-plugin",

@@ -18,10 +18,14 @@
  * instructions), so that the counts can be matched with its R lines.
  *
  * Timed regions: each rdtsc or rdtscp that module code runs (the
- * benchmark's clock reads, which come in pairs) opens or closes one.  In
- * icount mode the clock read ends its block, so a region's instructions
- * are those of the blocks that start inside it: from the opening read
- * (left out) to the closing one (counted), as the TSC delta has them.
+ * benchmark's clock reads, which come in pairs) opens or closes one; with
+ * clock=user, each one that user space runs instead (a virtual address
+ * below USER_END: ./bulk callers --costs, whose init times each workload
+ * between two reads, harness/callers.py), and the kernel's and modules'
+ * reads are not counted.  In icount mode the clock read ends its block,
+ * so a region's instructions are those of the blocks that start inside
+ * it: from the opening read (left out) to the closing one (counted), as
+ * the TSC delta has them.
  * A block counts when its last instruction starts, or, when QEMU left it
  * earlier, with the instructions that ran (insns_before()).
  * Memory accesses and flagged instructions count from the instruction
@@ -47,10 +51,12 @@
  *
  * Arguments: out=PATH (required), p=ADDR (hex), l1d=SIZE:WAYS,
  * l2=SIZE:WAYS, llc=SIZE:WAYS (SIZE in bytes, or with K or M), line=BYTES,
- * addr=phys|virt, holds=PATH.  Defaults: an Intel Xeon Sapphire Rapids (Golden Cove)
- * core: L1D 48 KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16
- * of its 1.875 MiB 15-way slices, 30 MiB 15-way (a single thread uses the
- * whole LLC; the slices' address hash is not modeled).
+ * addr=phys|virt, holds=PATH, clock=module|user (whose clock reads open
+ * and close the timed regions, above).  Defaults: module clock reads, and
+ * as caches an Intel Xeon Sapphire Rapids (Golden Cove) core's: L1D 48
+ * KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16 of its 1.875
+ * MiB 15-way slices, 30 MiB 15-way (a single thread uses the whole LLC;
+ * the slices' address hash is not modeled).
  *
  * Output (out=PATH): '# KEY VALUE...' lines (clock_reads, phases, vcpus,
  * addresses, virtual_fallbacks, line, one 'cache NAME SIZE WAYS SETS' per
@@ -62,7 +68,8 @@
  * (LOOKUPS: the cache lines the accesses touched, two for an access that
  * straddles a line boundary.)  Deterministic in exact mode: one vCPU, no
  * time, no randomness.  A second vCPU is reported (# vcpus) and refused
- * by costs.py: the state below is not per vCPU.
+ * by costs.py (callers.py reads it with costs.py): the state below is not
+ * per vCPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +132,7 @@ struct block {
 static const char *out_path;
 static uint64_t phase_addr;
 static bool virtual_addresses;
+static bool user_clock;		/* clock=user */
 static struct cachesim cache;
 static uint64_t cache_size[CACHESIM_LEVELS] = {
 	48 << 10, 2 << 20, 30 << 20
@@ -350,7 +358,8 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		enum x86_class c = x86_class(code, len);
 
 		b->insn_vaddr[k] = qemu_plugin_insn_vaddr(insn);
-		if (b->module && is_clock_read(code, len))
+		if ((user_clock ? b->insn_vaddr[k] < USER_END : b->module) &&
+		    is_clock_read(code, len))
 			qemu_plugin_register_vcpu_insn_exec_cb(
 				insn, clock_read, QEMU_PLUGIN_CB_NO_REGS, NULL);
 		if (c != X86_OTHER && c <= X86_POPF)
@@ -465,6 +474,9 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 			line_size = strtoul(a + 5, NULL, 10);
 		} else if (!strcmp(a, "addr=phys") || !strcmp(a, "addr=virt")) {
 			virtual_addresses = !strcmp(a, "addr=virt");
+		} else if (!strcmp(a, "clock=module") ||
+			   !strcmp(a, "clock=user")) {
+			user_clock = !strcmp(a, "clock=user");
 		} else {
 			goto bad;
 		}

@@ -73,7 +73,11 @@ uint64_t qemu_plugin_hwaddr_phys_addr(const struct qemu_plugin_hwaddr *haddr);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, udata_cb_t cb,
 				    void *userdata);
 
-/* The guest kernel's layout (x86-64, nokaslr): its text, then modules. */
+/*
+ * The guest's layout (x86-64, nokaslr): user space below the canonical
+ * hole; the kernel's text, then modules.
+ */
+#define USER_END	0x0000800000000000ULL
 #define MODULES_START	0xffffffffa0000000ULL
 #define KERNEL_START	0xffff800000000000ULL
 
