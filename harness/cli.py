@@ -503,7 +503,7 @@ def parser() -> argparse.ArgumentParser:
              "per operation, and the bulk calls per operation from a "
              "kernel with kprobe events",
              kept("bench", "callers.md and .json"),
-             "about 10 min with the kernels built; cold: four kernel "
+             "about 2 min with the kernels built; cold: four kernel "
              "builds more")
     p.add_argument("--no-count", action="store_true",
                    help="skip the counting kernel (slub-callers-count)")
