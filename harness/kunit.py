@@ -73,13 +73,14 @@ KUNIT_RUNS = [
     KunitRun("slub", "exact", "init_on_free=1",
              must_run=("slab_bulk_init_on_free",)),
     KunitRun("slub", "smp", must_run=("slab_bulk_cross_cpu",)),
-    # The debug kernels have tracepoints and AF_UNIX (debug.config): the
-    # skb_list cases that need them run there.
+    # The debug kernels have tracepoints, AF_UNIX and page_pool
+    # (debug.config): the skb_list cases that need them run there.
     KunitRun("slub-debug", "exact", "harness.cgroup=kunit kasan_multi_shot",
              must_run=("slab_bulk_kasan_poison", "slab_bulk_kasan_double_free",
                        "slab_bulk_memcg_failure", "slab_bulk_kfence_sampled",
                        "skb_list_test:skb_list_socket",
-                       "skb_list_test:skb_list_trace_location")),
+                       "skb_list_test:skb_list_trace_location",
+                       "skb_list_test:skb_list_page_pool")),
     KunitRun("slub-debug", "exact",
              "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
     KunitRun("slub-debug", "smp",
