@@ -3,7 +3,7 @@ callers of kmem_cache_alloc_bulk()/kmem_cache_free_bulk() in 6.1, driven
 from user space and timed per operation on base and series.
 
 The callers (build/linux; the series changes none of them, but frees
-the qdisc drops' heads in bulk):
+the qdisc drops' shells and kmalloc()ed heads in bulk):
   lib/maple_tree.c     mas_preallocate() asks for 1 + 3 * height nodes
                        before every change of a VMA tree (mmap, munmap,
                        mprotect, brk): mas_alloc_nodes() takes one with
@@ -25,8 +25,8 @@ the qdisc drops' heads in bulk):
                        period (KFREE_DRAIN_JIFFIES batches).  Reachable here
                        through kernfs: closing a sysfs attribute frees its
                        kernfs_open_node with kfree_rcu() (fs/kernfs/file.c).
-  net/bpf/test_run.c   xdp_recv_frames(): the skb heads of a batch of
-                       XDP_PASS frames (64 by default) with
+  net/bpf/test_run.c   xdp_recv_frames(): the sk_buffs (shells) of a batch
+                       of XDP_PASS frames (64 by default) with
                        kmem_cache_alloc_bulk(), in the test run's
                        live-frames mode; 6.1's other such callers (veth's
                        XDP receive, cpumap) do the same for redirected
@@ -41,9 +41,13 @@ says what each does and what its unit is) in exact mode, where TSC ticks
 are instructions: the loops never leave the CPU idle, so the ticks are
 the instructions of the loop, of the system calls and of whatever kernel
 work ran inside the window (the kvfree_rcu() batches, a dying ring's
-teardown).  Each kernel (configs/callers.config: the benchmark's SLUB
-config with io_uring) is booted RUNS times; exact mode repeats bit for
-bit, and the runs must agree.
+teardown).  Before each loop the init idles half a second of guest time
+(which -icount with sleep=off skips), so that the deferred work of the
+warm-up and of the workloads before has run and a loop's figure does not
+depend on the order.  Each kernel (configs/callers.config: the
+benchmark's SLUB config with io_uring and the network's pieces) is
+booted RUNS times; exact mode repeats bit for bit, and the runs must
+agree.
 
 The bulk calls per operation come from one more boot of each kernel with
 configs/callers-count.config: kprobe events on kmem_cache_alloc_bulk()
@@ -120,19 +124,23 @@ WORKLOADS = (
     Workload("xdp", 65536, "frame",
              "64-byte UDP frames through an XDP program that returns "
              "XDP_PASS, 4096 per BPF_PROG_TEST_RUN in live-frames mode: "
-             "the test run allocates each batch's skb heads with "
+             "the test run allocates each batch's sk_buffs (shells) with "
              "kmem_cache_alloc_bulk() (xdp_recv_frames()) and hands them "
              "to the stack on the loopback, where IP drops them as not "
-             "for this host (kfree_skb(), page back to the page_pool)"),
+             "for this host (kfree_skb(); 6.1 took each page out of the "
+             "page_pool when it built the sk_buff, so the page goes to "
+             "the page allocator and each batch takes 64 new pages)"),
     Workload("qdisc-one", 32768, "frame",
              "64-byte frames sent on dummy0 through an AF_PACKET socket "
              "into a tbf (8 bytes/s) whose bfifo child holds 8 KiB: every "
              "frame that arrives at the full bfifo is dropped, "
-             "kfree_skb_list_reason() of a list of one"),
+             "kfree_skb_list_reason() of a list of one (the init checks "
+             "that the qdisc refused every timed frame)"),
     Workload("qdisc-batch", 32768, "frame",
              "the same with an fq_codel (limit 128) under the tbf: it "
              "drops 64 frames of its one flow at a time, "
-             "kfree_skb_list_reason() of a list of 64"),
+             "kfree_skb_list_reason() of a list of 64 (the init checks "
+             "that it took every timed frame)"),
     Workload("mmap", 4000, "mmap+munmap",
              "one page mapped and unmapped in the middle of a 3-page gap "
              "among 256 one-page mappings (a VMA tree of height 3): two "
@@ -483,7 +491,9 @@ def markdown(runs: list[Run], counts: dict[str, Counts],
           "work included (kvfree_rcu()'s batches are freed by "
           "kfree_rcu_work() in a kworker; the objects a loop's batches "
           "free per unit fall short of one by the batch still pending "
-          "when it ends)." % (
+          "when it ends); before each loop the init idles half a second "
+          "of guest time, so that the deferred work of what ran before "
+          "is done." % (
               command, "" if a == arch.X86_64 else " on " + a.name,
               a.config(CONFIG), "TSC ticks" if a == arch.X86_64 else
               "ticks of the generic timer's counter at 1 GHz, one per "

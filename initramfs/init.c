@@ -27,7 +27,8 @@
  *   harness.callers=NAME:COUNT[,NAME:COUNT...]
  *                            after the udp runs, each workload of the bulk
  *                            API's callers in the kernel, COUNT units timed
- *                            with the TSC after a few untimed ones; prints
+ *                            with the TSC after a few untimed ones and half
+ *                            a second of idle guest time; prints
  *                            "harness: callers name=N count=C tsc=T".  The
  *                            workloads (see callers_runs() below):
  *                              mmap      one page mapped and unmapped in a
@@ -50,7 +51,7 @@
  *                              xdp       XDP_PASS frames from the BPF test
  *                                        run's live-frames mode on the
  *                                        loopback, 4096 per bpf() call (its
- *                                        skb heads allocated in bulk, 64 at
+ *                                        sk_buffs allocated in bulk, 64 at
  *                                        a time), dropped by IP as not for
  *                                        this host; unit: a frame (COUNT a
  *                                        multiple of 4096)
@@ -70,7 +71,8 @@
  *                            (e.g. a hist trigger of a kprobe event)
  *   harness.cat=path         (may repeat) print the file's lines, each as
  *                            "harness: cat <path>: <line>", after loading
- * then prints "harness: status=N" and ends QEMU through isa-debug-exit
+ * then prints "harness: tainted=T" (/proc/sys/kernel/tainted) and
+ * "harness: status=N" and ends QEMU through isa-debug-exit
  * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
  *
  * Also built for arm64 (aarch64-linux-gnu-gcc -static): there the clock it
@@ -112,6 +114,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_MODS 16
@@ -132,8 +135,27 @@ static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
 	fflush(stdout);
 }
 
+/*
+ * The kernel's taint flags (/proc/sys/kernel/tainted) as the last word
+ * before the status: the harness checks them (boot.py, taint_problem()).
+ */
+static void print_taint(void)
+{
+	int fd = open("/proc/sys/kernel/tainted", O_RDONLY);
+	char buf[32];
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	buf[n > 0 ? n : 0] = '\0';
+	printf("harness: tainted=%s\n", n > 0 ? buf : "unknown");
+}
+
 static void finish(int status)
 {
+	print_taint();
 	printf("harness: status=%d\n", status);
 	fflush(stdout);
 	sync();
@@ -814,10 +836,12 @@ static int xdp_prog = -1;
 /*
  * An XDP program that returns XDP_PASS.  In live-frames mode the test run
  * puts each frame in a page of its page_pool, runs the program, and
- * passes the batch to the stack as sk_buffs whose heads it allocates with
- * kmem_cache_alloc_bulk() (net/bpf/test_run.c, xdp_recv_frames()); the
- * loopback is their device, and IP drops them (PACKET_OTHERHOST), which
- * frees each with kfree_skb() and gives its page back to the pool.
+ * passes the batch to the stack as sk_buffs, whose shells it allocates
+ * with kmem_cache_alloc_bulk() (net/bpf/test_run.c, xdp_recv_frames());
+ * 6.1 takes each page out of the pool as it builds the sk_buff around it
+ * (xdp_release_frame()).  The loopback is their device, and IP drops them
+ * (PACKET_OTHERHOST): kfree_skb() frees each shell and gives the page to
+ * the page allocator, and the next batch takes 64 new pages.
  */
 static int setup_xdp(void)
 {
@@ -942,18 +966,24 @@ static int tc_send(struct tc_req *r, const char *what)
 
 /*
  * The qdisc workloads: dummy0 (CONFIG_DUMMY makes it) up, with a tbf at
- * its root whose rate (8 bytes/s) lets the first 25 frames through and
- * then holds every frame in its child qdisc for the rest of the run: a
- * bfifo of QDISC_BYTES (qdisc-one) or an fq_codel of QDISC_PACKETS
- * (qdisc-batch).  A full bfifo drops each frame that arrives; fq_codel
- * drops half of its fattest flow, up to 64 frames, as one list.  Either
- * way __dev_xmit_skb() frees the drops with kfree_skb_list_reason().
+ * its root whose burst (1600 bytes) lets the first 25 frames through and
+ * whose rate (8 bytes/s: 8 s of guest time per frame, far longer than a
+ * run) holds every later frame in its child qdisc: a bfifo of QDISC_BYTES
+ * (qdisc-one) or an fq_codel of QDISC_PACKETS (qdisc-batch).  A full
+ * bfifo drops each frame that arrives, and the send fails with ENOBUFS;
+ * fq_codel drops half of its fattest flow, 64 frames, as one list, and
+ * the send succeeds (NET_XMIT_CN).  Either way __dev_xmit_skb() frees the
+ * drops with kfree_skb_list_reason().  The frames the qdisc holds are
+ * charged to the socket's send buffer: QDISC_PACKETS of them (about
+ * 100 KB) must stay below its default (212992 bytes), or a send blocks.
  */
 #define QDISC_PACKETS 128
 #define QDISC_BYTES (QDISC_PACKETS * 64)
 
 static int qdisc_dev = -1, qdisc_sock = -1;
 static struct sockaddr_ll qdisc_to;
+/* Sends the qdisc refused (ENOBUFS) since the count was reset. */
+static long qdisc_refused;
 
 static int qdisc_setup(int fq_codel)
 {
@@ -1021,6 +1051,31 @@ static int setup_qdisc_batch(void)
 	return qdisc_setup(1);
 }
 
+static void start_qdisc(void)
+{
+	qdisc_refused = 0;
+}
+
+/* qdisc-one: the bfifo refused every timed frame. */
+static int check_qdisc_one(long ops)
+{
+	if (qdisc_refused == ops)
+		return 0;
+	say("callers: qdisc-one: %ld of %ld frames refused, expected all",
+	    qdisc_refused, ops);
+	return 1;
+}
+
+/* qdisc-batch: fq_codel took every frame (its drops are older ones). */
+static int check_qdisc_batch(long ops)
+{
+	if (!qdisc_refused)
+		return 0;
+	say("callers: qdisc-batch: %ld of %ld frames refused, expected none",
+	    qdisc_refused, ops);
+	return 1;
+}
+
 /* The root qdisc deleted (what it holds is freed), the socket closed. */
 static int teardown_qdisc(void)
 {
@@ -1039,7 +1094,9 @@ static int op_qdisc(long i)
 
 	/* ENOBUFS: the qdisc dropped this frame itself (NET_XMIT_DROP). */
 	(void)i;
-	if (n != sizeof(net_frame) && !(n < 0 && errno == ENOBUFS)) {
+	if (n < 0 && errno == ENOBUFS) {
+		qdisc_refused++;
+	} else if (n != sizeof(net_frame)) {
 		say("callers: send on dummy0 returned %zd: %s (%d)", n,
 		    strerror(errno), errno);
 		return 1;
@@ -1054,6 +1111,8 @@ static const struct workload {
 	int (*teardown)(void);
 	long unit;	/* units (what COUNT counts) per op() */
 	long warmup;	/* untimed op() calls first */
+	void (*start)(void);	/* just before the timed loop */
+	int (*check)(long ops);	/* just after it: did it do what it should? */
 } workloads[] = {
 	{ "mmap", forest, op_mmap, unforest, 1, FOREST_N },
 	{ "mprotect", setup_mprotect, op_mprotect, unforest, 1, 64 },
@@ -1063,9 +1122,9 @@ static const struct workload {
 	{ "kfree_rcu", setup_kfree_rcu, op_kfree_rcu, teardown_kfree_rcu, 1, 64 },
 	{ "xdp", setup_xdp, op_xdp, teardown_xdp, XDP_FRAMES, 2 },
 	{ "qdisc-one", setup_qdisc_one, op_qdisc, teardown_qdisc, 1,
-	  2 * QDISC_PACKETS },
+	  2 * QDISC_PACKETS, start_qdisc, check_qdisc_one },
 	{ "qdisc-batch", setup_qdisc_batch, op_qdisc, teardown_qdisc, 1,
-	  2 * QDISC_PACKETS },
+	  2 * QDISC_PACKETS, start_qdisc, check_qdisc_batch },
 };
 
 /*
@@ -1120,6 +1179,24 @@ static int callers_snap(const char *name, const char *when)
 	return bad;
 }
 
+/*
+ * Half a second of guest time with the CPU idle, before a timed loop: the
+ * work that the warm-up and the workloads before left to kworkers and RCU
+ * callbacks (a dying io_uring ring, kvfree_rcu()'s batches) runs now, not
+ * inside the loop, so that a loop's figure does not depend on what ran
+ * before it.  Under -icount with sleep=off, QEMU skips the idle time.
+ */
+static int settle(void)
+{
+	struct timespec half = { .tv_nsec = 500000000 };
+
+	if (nanosleep(&half, NULL)) {
+		say("callers: nanosleep: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
 static int callers_one(const struct workload *w, long count)
 {
 	unsigned long long t0, ticks;
@@ -1130,14 +1207,19 @@ static int callers_one(const struct workload *w, long count)
 	for (i = 0; i < w->warmup; i++)
 		if (w->op(i))
 			return 1;
+	if (settle())
+		return 1;
 	if (callers_snap(w->name, "before"))
 		return 1;
+	if (w->start)
+		w->start();
 	t0 = tsc();
 	for (i = 0; i < ops; i++)
 		if (w->op(i))
 			return 1;
 	ticks = tsc() - t0;
-	if (callers_snap(w->name, "after") || (w->teardown && w->teardown()))
+	if ((w->check && w->check(ops)) || callers_snap(w->name, "after") ||
+	    (w->teardown && w->teardown()))
 		return 1;
 	say("callers name=%s count=%ld tsc=%llu", w->name, count, ticks);
 	return 0;
