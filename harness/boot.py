@@ -37,11 +37,13 @@ BUSYBOX = "/bin/busybox"
 EXIT_PORT = "0xf4"
 GDB_PORT = 1234
 # Kernel splats that fail a boot (checked per console line): warnings,
-# BUG()s and oopses, sanitizer and lockdep reports, slub_debug's and
-# DEBUG_SLAB's object reports, RCU stalls, soft lockups, hung tasks and
-# list corruption (CONFIG_DEBUG_LIST, or a BUG on the way to it).
+# BUG()s and oopses, x86 faults (die()'s "divide error: 0000 [#1]" and the
+# like), sanitizer and lockdep reports, slub_debug's and DEBUG_SLAB's
+# object reports, RCU stalls, soft lockups, hung tasks and list corruption
+# (CONFIG_DEBUG_LIST, or a BUG on the way to it).
 SPLAT_RE = re.compile(
     r"(WARNING:|BUG:|\bOops\b|KASAN:|general protection|Kernel panic|"
+    r": [0-9a-f]{4} \[#\d+\]|"
     r"^BUG [\w.:-]+ \(|UBSAN:|possible circular locking|"
     r"inconsistent lock state|INFO: task .* blocked|"
     r"[Kk]ernel BUG at |invalid opcode: |rcu: INFO: |self-detected stall|"
@@ -107,6 +109,37 @@ def splats(text: str) -> list[str]:
                 out.append(line.strip())
     # An announced report without its end line is not excused.
     return out + pending
+
+
+# The init's last words before its status: the kernel's taint flags.
+TAINT_RE = re.compile(r"^harness: tainted=(\d+)$", re.M)
+# kernel/panic.c's taint_flags, bit by bit: the letters a splat prints.
+TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
+# What a boot may be tainted with: N, a KUnit module was loaded; B, a
+# slab or sanitizer report (bad page), which some cases provoke on purpose
+# and which fails the boot through its console line otherwise.  Any other
+# flag (a warning, an oops, a soft lockup, a forced module, ...) fails it,
+# whether or not a line of the console says why.
+TAINT_OK = (1 << TAINT_LETTERS.index("N")) | (1 << TAINT_LETTERS.index("B"))
+
+
+def taint_letters(mask: int) -> str:
+    return "".join(c for i, c in enumerate(TAINT_LETTERS) if mask >> i & 1) \
+        or "none"
+
+
+def taint_problem(text: str) -> str | None:
+    """Why the taint flags the init printed fail the boot (None when they
+    do not, or when it printed none: a boot that ended before its init
+    did is failed by its status)."""
+    m = TAINT_RE.search(text)
+    if not m:
+        return None
+    bad = int(m.group(1)) & ~TAINT_OK
+    if not bad:
+        return None
+    return "kernel tainted %s (%#x; flags beyond %s)" % (
+        taint_letters(bad), bad, taint_letters(TAINT_OK))
 
 
 def exit_status(rc: int) -> int | None:
@@ -277,7 +310,8 @@ class BootResult:
 
 def problems_of(rc: int | None, status: int | None, found: list[str],
                 decoded: str | None, timeout: float | None,
-                decode_error: str | None = None) -> list[str]:
+                decode_error: str | None = None,
+                taint: str | None = None) -> list[str]:
     """Why a boot failed ([] when it did not)."""
     problems = []
     if rc is None:
@@ -292,6 +326,8 @@ def problems_of(rc: int | None, status: int | None, found: list[str],
                         % (len(found), rel(decoded or "")))
     if decode_error:
         problems.append(decode_error)
+    if taint:
+        problems.append(taint)
     return problems
 
 
@@ -383,7 +419,7 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     res = BootResult(config, tree, mode, list(load), append, log, rc, status,
                      progress.elapsed(), found, decoded, cmd,
                      problems_of(rc, status, found, decoded, timeout,
-                                 decode_error))
+                                 decode_error, taint_problem(text)))
     with open(log[:-4] + ".json", "w") as f:
         json.dump(dataclasses.asdict(res), f, indent=1)
     if res.problems and not allow_fail:

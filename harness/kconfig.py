@@ -69,6 +69,10 @@ CONFIG_SETS = {
     "slub-suites": ["common", "hardening", "slub", "suites", "suites-kasan"],
     "slab-suites": ["common", "hardening", "slab", "suites", "suites-kasan"],
     "slob-suites": ["common", "slob", "suites"],
+    # ./bulk detectors: slub-debug plus LKDTM, the soft-lockup detector
+    # and UBSAN, a scratch kernel that each case breaks on purpose.
+    "slub-detectors": ["common", "hardening", "slub", "debug", "slub-debug",
+                       "faults", "failslab", "detectors"],
 }
 # The arm64 counterparts (./bulk bench --arch arm64, ./bulk callers --arch
 # arm64): the same fragments with common-arm64 for common.

@@ -133,6 +133,24 @@ class BuildStage(unittest.TestCase):
 
 
 class BootStage(unittest.TestCase):
+    def test_taint(self):
+        """N (KUnit) and B (reports some cases provoke, failed through
+        their own lines) pass; any other flag fails, named by its letter;
+        no taint line, no verdict."""
+        for text in ("harness: tainted=0\n", "harness: tainted=262144\n",
+                     "harness: tainted=262176\n", "harness: status=0\n",
+                     "harness: tainted=unknown\n"):
+            with self.subTest(text=text):
+                self.assertIsNone(boot.taint_problem(text))
+        self.assertEqual(boot.taint_problem("harness: tainted=262688\n"),
+                         "kernel tainted W (0x200; flags beyond BN)")
+        self.assertIn("kernel tainted L",
+                      boot.taint_problem("harness: tainted=16384\n"))
+        self.assertEqual(boot.taint_letters(0x40 | 0x4000), "UL")
+        self.assertIn("kernel tainted U", boot.problems_of(
+            1, 0, [], None, 60, None,
+            boot.taint_problem("harness: tainted=64\n"))[0])
+
     def test_splats_found(self):
         log = ("[    0.1] Linux version 6.1\n"
                "[    1.2] WARNING: CPU: 0 PID: 1 at mm/slub.c:100 foo\n"
@@ -169,6 +187,10 @@ class BootStage(unittest.TestCase):
             "len=256",
             "[    4.1] slab error in verify_redzone_free(): cache `slab_bulk': "
             "double free detected",
+            # x86 die() headers beyond the page fault's "Oops:".
+            "[    5.0] divide error: 0000 [#1] PREEMPT SMP NOPTI",
+            "[    5.1] stack segment: 0000 [#1] SMP",
+            "[    5.2] double fault: 0000 [#1] PREEMPT SMP NOPTI",
         ]
         for line in lines:
             with self.subTest(line=line):
