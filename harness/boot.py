@@ -116,16 +116,18 @@ TAINT_RE = re.compile(r"^harness: tainted=(\d+)$", re.M)
 # kernel/panic.c's taint_flags, bit by bit: the letters a splat prints.
 TAINT_LETTERS = "PFSRMBUDAWCIOELKXTN"
 # What a boot may be tainted with: N, a KUnit module was loaded; B, a
-# slab or sanitizer report (bad page), which some cases provoke on purpose
-# and which fails the boot through its console line otherwise.  Any other
+# KASAN, KFENCE or slab debugging report (bad page), which some cases
+# provoke on purpose and which fails the boot through its console line
+# otherwise.  Any other
 # flag (a warning, an oops, a soft lockup, a forced module, ...) fails it,
 # whether or not a line of the console says why.
 TAINT_OK = (1 << TAINT_LETTERS.index("N")) | (1 << TAINT_LETTERS.index("B"))
 
 
 def taint_letters(mask: int) -> str:
+    """The letters of @mask's flags; '?' for a bit this table lacks."""
     return "".join(c for i, c in enumerate(TAINT_LETTERS) if mask >> i & 1) \
-        or "none"
+        + ("?" if mask >> len(TAINT_LETTERS) else "") or "none"
 
 
 def taint_problem(text: str) -> str | None:

@@ -355,8 +355,7 @@ class CostRun:
     regions: dict[str, costs.Region]
 
     def per_unit(self, w: Workload, event: str) -> float:
-        r = self.regions[w.name]
-        return (r.insns if event == "insns" else r.events[event]) / w.count
+        return self.regions[w.name].events[event] / w.count
 
     def modeled(self, w: Workload, band: int) -> float:
         r = self.regions[w.name]

@@ -667,7 +667,7 @@ def parser() -> argparse.ArgumentParser:
              detectors.CONFIG,
              "a kernel build (KASAN, lockdep and UBSAN: 3 min 24 s measured "
              "on 2 cores; up to about 10 min with a cold ccache), then seven "
-             "boots of 6 to 11 s each (about 75 s together)")
+             "boots of 6 to 10 s each (about 65 s together)")
     record_opt(p)
     return ap
 

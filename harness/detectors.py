@@ -1,4 +1,4 @@
-"""./bulk detectors: each of the harness's detectors fires once.
+"""./bulk detectors: seven of the harness's detectors, each fired once.
 
 A boot fails on a splat, a bad status, a timeout or a taint beyond N and
 B (boot.py); a detector that stopped firing (a splat pattern out of date,
