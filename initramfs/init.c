@@ -136,21 +136,38 @@ static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
 }
 
 /*
+ * The first line of a small file (a sysfs or /proc value) into @buf,
+ * without its newline: its length, or -1 with errno set (0 for an empty
+ * file).
+ */
+static ssize_t read_line(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+	int err = errno;
+
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (n <= 0) {
+		errno = n < 0 ? err : 0;
+		return -1;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+	return strlen(buf);
+}
+
+/*
  * The kernel's taint flags (/proc/sys/kernel/tainted) as the last word
  * before the status: the harness checks them (boot.py, taint_problem()).
  */
 static void print_taint(void)
 {
-	int fd = open("/proc/sys/kernel/tainted", O_RDONLY);
 	char buf[32];
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 
-	if (fd >= 0)
-		close(fd);
-	if (n > 0 && buf[n - 1] == '\n')
-		n--;
-	buf[n > 0 ? n : 0] = '\0';
-	printf("harness: tainted=%s\n", n > 0 ? buf : "unknown");
+	printf("harness: tainted=%s\n",
+	       read_line("/proc/sys/kernel/tainted", buf, sizeof(buf)) > 0 ?
+	       buf : "unknown");
 }
 
 static void finish(int status)
@@ -992,17 +1009,11 @@ static char qdisc_sent[32];
 /* dummy0's count of frames sent, as its statistics file has it. */
 static int qdisc_tx_packets(char *buf, size_t len)
 {
-	int fd = open("/sys/class/net/dummy0/statistics/tx_packets", O_RDONLY);
-	ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0) {
-		say("callers: dummy0's tx_packets: %s (%d)", strerror(errno), errno);
-		return 1;
-	}
-	buf[n] = '\0';
-	return 0;
+	if (read_line("/sys/class/net/dummy0/statistics/tx_packets", buf,
+		      len) > 0)
+		return 0;
+	say("callers: dummy0's tx_packets: %s (%d)", strerror(errno), errno);
+	return 1;
 }
 
 /* No frame left the qdisc during the loop: what it did not hold, it
@@ -1017,7 +1028,7 @@ static int qdisc_held(void)
 	if (!strcmp(now, qdisc_sent))
 		return 0;
 	say("callers: dummy0 sent frames during the loop (%s -> %s)",
-	    strtok(qdisc_sent, "\n"), strtok(now, "\n"));
+	    qdisc_sent, now);
 	return 1;
 }
 
