@@ -35,6 +35,9 @@ the qdisc drops' shells and kmalloc()ed heads in bulk):
                        (its to_free list) freed with kfree_skb_list_reason(),
                        one kfree_skb() per sk_buff in 6.1, the heads in
                        bulk with the series.
+  net/sched/sch_fq.c   fq_gc(): the flows that have been idle for 3 s
+                       found on the way down to a new flow's place in its
+                       tree, up to 8, with kmem_cache_free_bulk().
 
 The init runs the workloads (harness.callers, initramfs/init.c's header
 says what each does and what its unit is) in exact mode, where TSC ticks
@@ -141,6 +144,13 @@ WORKLOADS = (
              "drops 64 frames of its one flow at a time, "
              "kfree_skb_list_reason() of a list of 64 (the init checks "
              "that it took every timed frame)"),
+    Workload("fq-gc", 4096, "datagram",
+             "UDP datagrams, each to a new destination, through an fq "
+             "(2 flow trees) on dummy0 that holds 65536 flows detached "
+             "3.5 s before: each new flow's lookup frees the garbage "
+             "flows on its way down the tree, up to 8, with "
+             "kmem_cache_free_bulk() (fq_gc(); the init checks that at "
+             "least one flow per datagram went)"),
     Workload("mmap", 4000, "mmap+munmap",
              "one page mapped and unmapped in the middle of a 3-page gap "
              "among 256 one-page mappings (a VMA tree of height 3): two "
@@ -190,7 +200,7 @@ CALLER_PREFIXES = (("mas_", "maple"), ("mt_", "maple"), ("mtree_", "maple"),
                    ("io_", "io_uring"), ("kfree_rcu", "kvfree_rcu"),
                    ("xdp_", "BPF test run"),
                    ("bpf_test_run", "BPF test run"), ("kfree_skb_list", "skb list"),
-                   ("napi_", "NAPI skb cache"))
+                   ("napi_", "NAPI skb cache"), ("fq_", "sch_fq"))
 
 
 def spec(workloads: tuple[Workload, ...] = WORKLOADS) -> str:
