@@ -66,8 +66,8 @@
  *                                        lists of 64; unit: a frame
  *                              fq-gc     UDP datagrams, each to a new
  *                                        destination, through sch_fq on
- *                                        dummy0 with 65536 flows made 3 s
- *                                        before: each new flow's lookup
+ *                                        dummy0 that holds 65536 flows idle
+ *                                        for 3.5 s: each new flow's lookup
  *                                        frees up to 8 old ones in bulk
  *                                        (fq_gc()); unit: a datagram
  *   harness.callers_snap=path
