@@ -35,6 +35,9 @@ the qdisc drops' shells and kmalloc()ed heads in bulk):
                        (its to_free list) freed with kfree_skb_list_reason(),
                        one kfree_skb() per sk_buff in 6.1, the heads in
                        bulk with the series.
+  net/sched/sch_fq.c   fq_gc(): the flows that have been idle for 3 s
+                       found on the way down to a new flow's place in its
+                       tree, up to 8, with kmem_cache_free_bulk().
 
 The init runs the workloads (harness.callers, initramfs/init.c's header
 says what each does and what its unit is) in exact mode, where TSC ticks
@@ -73,7 +76,9 @@ boots of the base kernel with small counts; the plugin itself changes
 none: a boot with noreplace-smp and no plugin ticked as the plugin boot
 did).  The report says how far they are from run 1's.  Per unit, it gives the modeled cost
 (instructions + events x costs.WEIGHTS, low and high band) and the events
-behind it.
+behind it; and the instructions inside slab calls (SLAB_ENTRIES, from the
+kernel's System.map, the plugin's slab=) per unit and as a share of the
+loop's.
 
 With --arch arm64 the same runs on arm64 kernels (slub-callers-arm64 and
 slub-callers-count-arm64, QEMU virt): the init reads the generic timer's
@@ -141,6 +146,13 @@ WORKLOADS = (
              "drops 64 frames of its one flow at a time, "
              "kfree_skb_list_reason() of a list of 64 (the init checks "
              "that it took every timed frame)"),
+    Workload("fq-gc", 4096, "datagram",
+             "UDP datagrams, each to a new destination, through an fq "
+             "(2 flow trees) on dummy0 that holds 65536 flows detached "
+             "3.5 s before: each new flow's lookup frees the garbage "
+             "flows on its way down the tree, up to 8, with "
+             "kmem_cache_free_bulk() (fq_gc(); the init checks that at "
+             "least one flow per datagram went)"),
     Workload("mmap", 4000, "mmap+munmap",
              "one page mapped and unmapped in the middle of a 3-page gap "
              "among 256 one-page mappings (a VMA tree of height 3): two "
@@ -184,13 +196,30 @@ SNAP_RE = re.compile(r"^harness: callers snap (\S+) (before|after) "
 HIST_RE = re.compile(r"^\{ caller: \[[0-9a-f]+\] +([\w.]+?)"
                      r"(?:\+0x[0-9a-f]+/0x[0-9a-f]+)?(?: \[\w+\])? *\} "
                      r"hitcount: +(\d+) +size: +(\d+)\s*$")
+# What counts as a slab call for --costs' share of the instructions in
+# the slab API: a call of one of these functions (include/linux/slab.h's
+# out-of-line API in 6.1: its inline functions, kmalloc(), kzalloc(),
+# kfree_bulk(), kmem_cache_zalloc(), come down to them), from its entry
+# until it returns, with everything it calls (SLUB's own functions, the
+# page allocator, memcg's charging) and the interrupts taken meanwhile.
+# A slab call made inside another counts once.  A kernel's System.map
+# lacks some by config (SLOB has no kmalloc_trace()): those are left
+# out, but not SLAB_REQUIRED.
+SLAB_ENTRIES = ("kmem_cache_alloc", "kmem_cache_alloc_lru",
+                "kmem_cache_alloc_node", "kmem_cache_free",
+                "kmem_cache_alloc_bulk", "kmem_cache_free_bulk", "kfree",
+                "__kmalloc", "__kmalloc_node", "__kmalloc_node_track_caller",
+                "kmalloc_trace", "kmalloc_node_trace", "kmalloc_large",
+                "kmalloc_large_node", "krealloc", "kfree_sensitive")
+SLAB_REQUIRED = ("kmem_cache_alloc", "kmem_cache_free",
+                 "kmem_cache_alloc_bulk", "kmem_cache_free_bulk", "kfree")
 # The function a return address is in -> the caller it belongs to.
 CALLER_PREFIXES = (("mas_", "maple"), ("mt_", "maple"), ("mtree_", "maple"),
                    ("__mt_", "maple"), ("__io_", "io_uring"),
                    ("io_", "io_uring"), ("kfree_rcu", "kvfree_rcu"),
                    ("xdp_", "BPF test run"),
                    ("bpf_test_run", "BPF test run"), ("kfree_skb_list", "skb list"),
-                   ("napi_", "NAPI skb cache"))
+                   ("napi_", "NAPI skb cache"), ("fq_", "sch_fq"))
 
 
 def spec(workloads: tuple[Workload, ...] = WORKLOADS) -> str:
@@ -347,12 +376,14 @@ def spread(runs: list[Run], name: str) -> int:
 @dataclasses.dataclass
 class CostRun:
     """A kernel's boot under the cost plugin: each workload's timed
-    region, and the plugin's cache geometry."""
+    region, the plugin's cache geometry, and its '# slab_*' lines (how it
+    followed the slab calls)."""
     tree: str
     label: str
     log: str
     geometry: str
     regions: dict[str, costs.Region]
+    slab: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def per_unit(self, w: Workload, event: str) -> float:
         return self.regions[w.name].events[event] / w.count
@@ -360,6 +391,33 @@ class CostRun:
     def modeled(self, w: Workload, band: int) -> float:
         r = self.regions[w.name]
         return costs.modeled(r.insns, r.events, w.count, band)
+
+    def slab_share(self, w: Workload) -> float:
+        """The loop's instructions inside slab calls, over all of them
+        (every region has some: at least its closing clock read)."""
+        r = self.regions[w.name]
+        return r.events["slab_insns"] / r.insns
+
+
+def write_slab_entries(system_map: str, out: str) -> str:
+    """The addresses of SLAB_ENTRIES in @system_map (text symbols), one
+    hex address a line, for the plugin's slab=; a StageError when one of
+    SLAB_REQUIRED is not there."""
+    found: dict[str, int] = {}
+    with open(system_map) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[1] in ("t", "T") and \
+                    parts[2] in SLAB_ENTRIES:
+                found.setdefault(parts[2], int(parts[0], 16))
+    missing = [name for name in SLAB_REQUIRED if name not in found]
+    if missing:
+        raise StageError("callers", "%s has no %s: no slab calls to follow"
+                         % (rel(system_map), ", ".join(missing)))
+    with open(out, "w") as f:
+        f.write("".join("%x\n" % found[name] for name in SLAB_ENTRIES
+                        if name in found))
+    return out
 
 
 def assign(regions: list[costs.Region], ticks: dict[str, tuple[int, int]],
@@ -455,17 +513,54 @@ def cost_table(base: CostRun, series: CostRun, firsts: dict[str, Run]
             " | ".join("%s / %s" % (cost_cell(base, w, get),
                                     cost_cell(series, w, get))
                        for _, get in COST_COLUMNS)))
+    return md + slab_table(base, series)
+
+
+def tracking(c: CostRun) -> str:
+    """How the plugin followed @c's slab calls (its '# slab_*' lines)."""
+    return ("%s %d (%d reached after a ret, not a call: tail calls), "
+            "%d lost (no return slot known), %d ended by a ret above their "
+            "slot, %d cut short by user space" % (
+                c.label, c.slab.get("slab_calls", 0),
+                c.slab.get("slab_entries_after_ret", 0),
+                c.slab.get("slab_lost", 0), c.slab.get("slab_past", 0),
+                c.slab.get("slab_resets", 0)))
+
+
+def slab_table(base: CostRun, series: CostRun) -> list[str]:
+    """Per workload, the instructions inside slab calls per unit and
+    their share of the loop's, base and series."""
+    md = ["", "### Slab calls' share", "",
+          "| workload | unit | slab instructions per unit base | series "
+          "| share base | share series |", "|---|---|---:|---:|---:|---:|"]
+    for w in WORKLOADS:
+        md.append("| %s | %s | %.1f | %.1f | %.2f%% | %.2f%% |" % (
+            w.name, w.unit, base.per_unit(w, "slab_insns"),
+            series.per_unit(w, "slab_insns"), 100 * base.slab_share(w),
+            100 * series.slab_share(w)))
+    md += ["", "The instructions inside calls of %s, from the function's "
+           "entry until the call returns (the load of its return address "
+           "by a ret), everything it calls and the interrupts taken "
+           "meanwhile included, as the plugin follows the calls' stack "
+           "accesses in the same boot (`slab=`, x86-64 only); the share is "
+           "of all the instructions of the workload's loop.  The whole "
+           "boot's slab calls: %s." % (
+               ", ".join("`%s()`" % f for f in SLAB_ENTRIES),
+               "; ".join(tracking(c) for c in (base, series)))]
     return md
 
 
 def cost_json(cost_runs: dict[str, CostRun]) -> dict[str, dict[str, Any]]:
-    """Per kernel and workload: its region's instructions and events, and
-    the modeled cost per unit in both bands."""
+    """Per kernel and workload: its region's instructions and events, the
+    modeled cost per unit in both bands, and the instructions inside slab
+    calls per unit and their share."""
     return {label: {w.name: {
         "units": w.count, "insns": c.regions[w.name].insns,
         "events": c.regions[w.name].events,
         "modeled_low": round(c.modeled(w, 0), 2),
-        "modeled_high": round(c.modeled(w, 1), 2)} for w in WORKLOADS}
+        "modeled_high": round(c.modeled(w, 1), 2),
+        "slab_insns_per_unit": round(c.per_unit(w, "slab_insns"), 2),
+        "slab_share": round(c.slab_share(w), 5)} for w in WORKLOADS}
         for label, c in cost_runs.items()}
 
 
@@ -569,17 +664,22 @@ def costs_boot(config: str, tree_name: str, label: str, plugin: str,
     under qemu-cost.c counting between the init's clock reads
     (clock=user), with the lock prefixes kept (costs.KEEP_LOCKS) as
     ./bulk bench --costs has them; profile.plugin_boot() would load the
-    benchmark module and time its clock reads instead."""
+    benchmark module and time its clock reads instead.  The plugin also
+    follows the calls of SLAB_ENTRIES (slab=, their addresses from the
+    kernel's System.map)."""
     out_path = os.path.join(BUILD, "costs", "callers-%s-%s.txt" % (
         tree_name, config))
     os.makedirs(os.path.dirname(out_path), exist_ok=True)
     if os.path.exists(out_path):
         os.remove(out_path)
+    slab_path = write_slab_entries(os.path.join(kbuild.check_stamp(
+        config, tree_name, "callers"), "System.map"), out_path + ".slab")
     res = boot.boot(config, tree_name, "exact", [],
                     append(workloads=workloads) + " " + costs.KEEP_LOCKS,
                     costs.BOOT_TIMEOUT, tag="callers-costs",
                     qemu_extra=["-plugin", ",".join(
-                        [plugin, "out=" + out_path, "clock=user"])])
+                        [plugin, "out=" + out_path, "clock=user",
+                         "slab=" + slab_path])])
     assert res is not None
     if not os.path.exists(out_path):
         raise StageError("callers", "the QEMU plugin wrote no counts (%s)"
@@ -592,11 +692,22 @@ def costs_boot(config: str, tree_name: str, label: str, plugin: str,
         counts = costs.read_costs(out_path)
     except ValueError as e:
         raise StageError("callers", str(e), res.log)
+    if "slab_calls" not in counts.header:
+        raise StageError("callers", "%s has no '# slab_calls' line: the "
+                         "plugin did not follow the slab calls (slab=)"
+                         % rel(out_path), res.log)
     r = CostRun(tree_name, label, res.log, counts.geometry(),
-                assign(counts.regions, ticks, res.log, workloads))
+                assign(counts.regions, ticks, res.log, workloads),
+                {k: v for k, v in counts.header.items()
+                 if k.startswith("slab_")})
     say("callers %s costs: %s" % (label, ", ".join(
         "%s %.0f-%.0f" % (w.name, r.modeled(w, 0), r.modeled(w, 1))
         for w in workloads)))
+    say("callers %s slab calls' share: %s (%s)" % (label, ", ".join(
+        "%s %.1f per %s, %.2f%%" % (w.name, r.per_unit(w, "slab_insns"),
+                                    w.unit, 100 * r.slab_share(w))
+        for w in workloads), ", ".join(
+            "%s %d" % (k, v) for k, v in r.slab.items())))
     return r
 
 
@@ -641,6 +752,8 @@ def main(args: argparse.Namespace) -> int:
                    for label, per in counts.items()},
         "count_logs": count_logs,
         "costs": cost_json(cost_runs),
+        "cost_slab_tracking": {label: c.slab
+                               for label, c in cost_runs.items()},
         "cost_logs": [c.log for c in cost_runs.values()]}, st)
     print(md)
     say("callers: %s.md written in %s; done in %dm%02ds" % (

@@ -38,8 +38,12 @@ CONFIG_SETS = {
     # bench: the benchmark's, with fault injection; SLOB's with lockdep (it
     # has no debug options of its own) and without failslab (6.1's needs
     # SLAB or SLUB).
-    "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab"],
-    "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab"],
+    # SLUB's and SLAB's with the checkers that see the paths the debug
+    # kernels' hooks bypass (checkers.config).
+    "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab",
+                    "checkers"],
+    "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab",
+                    "checkers"],
     "slob-debug": ["common", "slob", "slob-debug", "faults"],
     # SLOB without lockdep, for ./bulk stress --runs all only.
     "slob-faults": ["common", "slob", "faults"],

@@ -54,8 +54,12 @@ class KunitRun:
 # init_on_free gets runs of its own: init_on_alloc would zero what it
 # failed to wipe, and slab poisoning (slub_debug=P) opts caches out of it.
 # SLUB_DEBUG_ON sends every cache through SLUB's debug paths, which the
-# bulk fast paths skip: the slub-debug runs with slub_debug=- run those
-# under KASAN, lockdep and DEBUG_VM.
+# bulk fast paths skip: the slub-debug runs with slub_debug=- run the
+# allocation fast paths under KASAN, lockdep and DEBUG_VM.  Not the
+# grouped free: with KASAN or lockdep the free hooks take every object
+# alone.  That runs on the "slub" runs' kernel (slub-faults: DEBUG_VM,
+# DEBUG_LIST and KFENCE, configs/checkers.config), and with slub_debug=FZPU
+# under SLUB's consistency checks of each run freed.
 # KASAN prints only its first report unless kasan_multi_shot is given, and
 # the contract suite provokes one (an expected double free): without it, a
 # real report after that one would go unseen.
@@ -65,7 +69,9 @@ class KunitRun:
 KUNIT_CMDLINE = "oops=panic"
 
 KUNIT_RUNS = [
-    KunitRun("slub", "exact"),
+    # KFENCE objects in a bulk array, on kernels whose free hooks have no
+    # work (the grouped free).
+    KunitRun("slub", "exact", must_run=("slab_bulk_kfence_sampled",)),
     KunitRun("slub", "exact", "slub_debug=FZPU",
              must_run=("slab_bulk_debug_redzone", "slab_bulk_debug_double_free")),
     KunitRun("slub", "exact", "init_on_alloc=1",
@@ -85,7 +91,7 @@ KUNIT_RUNS = [
              "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
     KunitRun("slub-debug", "smp",
              "harness.cgroup=kunit kasan_multi_shot slub_debug=-"),
-    KunitRun("slab", "exact"),
+    KunitRun("slab", "exact", must_run=("slab_bulk_kfence_sampled",)),
     KunitRun("slab", "exact", "init_on_alloc=1",
              must_run=("slab_bulk_init_on_alloc",)),
     KunitRun("slab", "exact", "init_on_free=1",

@@ -67,17 +67,25 @@ class StressRun:
 # The memcg that SLAB_ACCOUNT objects are charged to: the init joins it
 # before loading the module.
 CGROUP = "harness.cgroup=stress"
+# KFENCE sampling every millisecond: its objects come up in the bulk
+# calls' arrays, in and out.
+KFENCE_OFTEN = "kfence.sample_interval=1"
 # What ./bulk test runs, one short round each: every allocator on two CPUs
 # with fault injection, plain and with its debug options (SLOB has none but
 # lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB;
-# and SLUB's bulk fast paths under KASAN, lockdep and DEBUG_VM on four CPUs
-# (slub_debug=- turns SLUB_DEBUG_ON's debug paths off).
+# SLUB's bulk allocation fast paths under KASAN, lockdep and DEBUG_VM on
+# four CPUs (slub_debug=- turns SLUB_DEBUG_ON's debug paths off; its free
+# hooks still take every object alone); and the grouped free, which runs
+# only where no free hook has work, under the checkers of the faults
+# kernels (checkers.config): DEBUG_VM, DEBUG_LIST and KFENCE, and with
+# slub_debug=FZ the consistency checks of each run freed.
 TEST_RUNS = [
-    StressRun("slub-faults", "smp", CGROUP),
+    StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
     StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1"),
+    StressRun("slub-faults", "smp4", CGROUP + " slub_debug=FZ " + KFENCE_OFTEN),
     StressRun("slub-debug", "smp", CGROUP),
     StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-"),
-    StressRun("slab-faults", "smp", CGROUP),
+    StressRun("slab-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
     StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1"),
     StressRun("slab-debug", "smp", CGROUP),
     StressRun("slob-debug", "smp"),

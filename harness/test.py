@@ -61,7 +61,10 @@ TESTED = build_each.TREE_NAME
 # should_fail_alloc_page() are real calls that inject nothing unless asked
 # (debugfs, as the stress runs do, or a task's fail_nth, as the contract
 # suite's slab_bulk_fail_nth case does: it runs on these kernels and is
-# skipped without CONFIG_FAULT_INJECTION).  No test step boots the
+# skipped without CONFIG_FAULT_INJECTION); and the checkers of
+# configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE), which see the
+# grouped bulk free that the debug kernels' hooks bypass: their checks
+# cost every boot some time.  No test step boots the
 # benchmark's own slub and slab configs; ./bulk build-each builds them at every
 # patch, ./bulk kunit-each boots slub.
 TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob"}

@@ -64,6 +64,12 @@
  *                              qdisc-batch the same with fq_codel (limit 128)
  *                                        under the tbf: its drops come in
  *                                        lists of 64; unit: a frame
+ *                              fq-gc     UDP datagrams, each to a new
+ *                                        destination, through sch_fq on
+ *                                        dummy0 that holds 65536 flows idle
+ *                                        for 3.5 s: each new flow's lookup
+ *                                        frees up to 8 old ones in bulk
+ *                                        (fq_gc()); unit: a datagram
  *   harness.callers_snap=path
  *                            (may repeat) print the file's lines before and
  *                            after each timed callers loop, as "harness:
@@ -1032,6 +1038,29 @@ static int qdisc_held(void)
 	return 1;
 }
 
+/* dummy0 up, qdisc_sock a socket of @family and @type, qdisc_dev its
+ * index.
+ */
+static int dummy_up(int family, int type)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "dummy0");
+	qdisc_sock = socket(family, type | SOCK_CLOEXEC, 0);
+	if (qdisc_sock < 0 || ioctl(qdisc_sock, SIOCGIFINDEX, &ifr)) {
+		say("callers: dummy0: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	qdisc_dev = ifr.ifr_ifindex;
+	if (ioctl(qdisc_sock, SIOCGIFFLAGS, &ifr) ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(qdisc_sock, SIOCSIFFLAGS, &ifr))) {
+		say("callers: dummy0 up: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
 static int qdisc_setup(int fq_codel)
 {
 	struct tc_tbf_qopt tbf = {
@@ -1042,26 +1071,12 @@ static int qdisc_setup(int fq_codel)
 	 * the packet scheduler's clock) stops at 2^32 ns.
 	 */
 	unsigned int burst = 1600, limit = QDISC_PACKETS;
-	struct ifreq ifr;
 	struct tc_req r;
 	struct rtattr *nest;
-	int fd;
 
 	net_frame_csum();
-	memset(&ifr, 0, sizeof(ifr));
-	strcpy(ifr.ifr_name, "dummy0");
-	fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
-	if (fd < 0 || ioctl(fd, SIOCGIFINDEX, &ifr)) {
-		say("callers: dummy0: %s (%d)", strerror(errno), errno);
+	if (dummy_up(AF_PACKET, SOCK_RAW))
 		return 1;
-	}
-	qdisc_sock = fd;
-	qdisc_dev = ifr.ifr_ifindex;
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) ||
-	    (ifr.ifr_flags |= IFF_UP, ioctl(fd, SIOCSIFFLAGS, &ifr))) {
-		say("callers: dummy0 up: %s (%d)", strerror(errno), errno);
-		return 1;
-	}
 	tc_init(&r, RTM_NEWQDISC, qdisc_dev, TC_H_ROOT, TC_H_MAKE(1 << 16, 0),
 		"tbf");
 	nest = tc_attr(&r, TCA_OPTIONS, NULL, 0);
@@ -1159,6 +1174,154 @@ static int op_qdisc(long i)
 	return 0;
 }
 
+/*
+ * The fq-gc workload: sch_fq at dummy0's root, its flows in two trees
+ * (TCA_FQ_BUCKETS_LOG 1), fed by an unconnected UDP socket that sends
+ * each datagram to another address and port through dummy0.  fq keys
+ * such a socket's flows by the packet's hash (with an orphan mask of all
+ * ones, one flow per destination), and dummy0 sends each packet at once,
+ * so every flow is left empty, detached.  A flow detached for longer than
+ * FQ_GC_AGE (3 s) is garbage: the next packet of a new flow makes
+ * fq_classify() call fq_gc(), which collects up to 8 garbage flows on the
+ * way down to the new flow's place in its tree and frees them with one
+ * kmem_cache_free_bulk().  The setup makes FQ_FLOWS flows, the start waits
+ * until they are garbage, and each timed send makes one flow more and
+ * frees up to 8.
+ */
+#define FQ_FLOWS 65536
+#define FQ_PORTS 16384
+
+/* Destinations used so far: the next send goes to a new one. */
+static long fq_next;
+/* fq's count of flows freed by its garbage collection at the start of
+ * the timed loop; ~0 if it could not be read.
+ */
+static unsigned long long fq_gc_start;
+
+/* sch_fq's statistics (TCA_XSTATS) of dummy0's root qdisc. */
+static int fq_stats(struct tc_fq_qd_stats *st)
+{
+	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nh;
+		char buf[4096];
+	} ans;
+	struct rtattr *rta;
+	struct tc_req r;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	ssize_t n = -1;
+	int len;
+
+	tc_init(&r, RTM_GETQDISC, qdisc_dev, TC_H_ROOT, 0, NULL);
+	/* The answer goes to the asking socket only with NLM_F_ECHO. */
+	r.nh.nlmsg_flags |= NLM_F_ECHO;
+	if (fd >= 0 && sendto(fd, &r, r.nh.nlmsg_len, 0, (struct sockaddr *)&to,
+			      sizeof(to)) == (ssize_t)r.nh.nlmsg_len)
+		n = recv(fd, &ans, sizeof(ans), 0);
+	if (fd >= 0)
+		close(fd);
+	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct tcmsg)) ||
+	    ans.nh.nlmsg_type != RTM_NEWQDISC) {
+		say("callers: fq's statistics: no answer (%zd bytes, type %d)", n,
+		    n > 0 ? ans.nh.nlmsg_type : -1);
+		return 1;
+	}
+	len = ans.nh.nlmsg_len - NLMSG_LENGTH(sizeof(struct tcmsg));
+	for (rta = TCA_RTA(NLMSG_DATA(&ans.nh)); RTA_OK(rta, len);
+	     rta = RTA_NEXT(rta, len))
+		if (rta->rta_type == TCA_XSTATS &&
+		    RTA_PAYLOAD(rta) >= sizeof(*st)) {
+			memcpy(st, RTA_DATA(rta), sizeof(*st));
+			return 0;
+		}
+	say("callers: fq's statistics: no TCA_XSTATS");
+	return 1;
+}
+
+/* One datagram to the next destination: a new flow. */
+static int op_fq(long i)
+{
+	static const char payload[18];
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	long d = fq_next++;
+	ssize_t n;
+
+	(void)i;
+	/* 10.10.0.1 and on, beside dummy0's 10.9.0.1 in 10.0.0.0/8 */
+	to.sin_addr.s_addr = htonl(0x0a0a0001 + d / FQ_PORTS);
+	to.sin_port = htons(1024 + d % FQ_PORTS);
+	n = sendto(qdisc_sock, payload, sizeof(payload), 0,
+		   (struct sockaddr *)&to, sizeof(to));
+	if (n != sizeof(payload)) {
+		say("callers: UDP send on dummy0 returned %zd: %s (%d)", n,
+		    strerror(errno), errno);
+		return 1;
+	}
+	return 0;
+}
+
+static int setup_fq(void)
+{
+	unsigned int log = 1, mask = ~0U;
+	struct ifreq ifr;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	struct tc_req r;
+	struct rtattr *nest;
+	long i;
+
+	if (dummy_up(AF_INET, SOCK_DGRAM))
+		return 1;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "dummy0");
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(0x0a090001);
+	if (ioctl(qdisc_sock, SIOCSIFADDR, &ifr)) {
+		say("callers: dummy0's address: %s (%d)", strerror(errno), errno);
+		return 1;
+	}
+	tc_init(&r, RTM_NEWQDISC, qdisc_dev, TC_H_ROOT, TC_H_MAKE(1 << 16, 0),
+		"fq");
+	nest = tc_attr(&r, TCA_OPTIONS, NULL, 0);
+	tc_attr(&r, TCA_FQ_BUCKETS_LOG, &log, sizeof(log));
+	tc_attr(&r, TCA_FQ_ORPHAN_MASK, &mask, sizeof(mask));
+	tc_nest_end(&r, nest);
+	if (tc_send(&r, "fq on dummy0"))
+		return 1;
+	for (i = 0; i < FQ_FLOWS; i++)
+		if (op_fq(i))
+			return 1;
+	return 0;
+}
+
+/* FQ_GC_AGE and a jiffy more: with settle()'s half second before, every
+ * flow made so far is garbage.
+ */
+static void start_fq(void)
+{
+	struct timespec wait = { .tv_sec = 3 };
+	struct tc_fq_qd_stats st;
+
+	fq_gc_start = ~0ULL;
+	if (nanosleep(&wait, NULL))
+		say("callers: nanosleep: %s (%d)", strerror(errno), errno);
+	else if (!fq_stats(&st))
+		fq_gc_start = st.gc_flows;
+}
+
+/* fq-gc: the garbage collection freed at least one flow per timed send. */
+static int check_fq(long ops)
+{
+	struct tc_fq_qd_stats st;
+
+	if (fq_gc_start == ~0ULL || fq_stats(&st))
+		return 1;
+	if (st.gc_flows - fq_gc_start >= (unsigned long long)ops)
+		return 0;
+	say("callers: fq-gc: %llu flows freed by fq_gc() in %ld sends, expected "
+	    "one or more per send", st.gc_flows - fq_gc_start, ops);
+	return 1;
+}
+
 static const struct workload {
 	const char *name;
 	int (*setup)(void);
@@ -1180,6 +1343,7 @@ static const struct workload {
 	  2 * QDISC_PACKETS, start_qdisc, check_qdisc_one },
 	{ "qdisc-batch", setup_qdisc_batch, op_qdisc, teardown_qdisc, 1,
 	  2 * QDISC_PACKETS, start_qdisc, check_qdisc_batch },
+	{ "fq-gc", setup_fq, op_fq, teardown_qdisc, 1, 64, start_fq, check_fq },
 };
 
 /*

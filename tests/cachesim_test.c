@@ -4,10 +4,11 @@
  * pattern and prints what it counted; tests/test_costs.py compiles it
  * (also with the model broken on purpose) and checks the counts against
  * closed forms.  With 'classify' it prints the x86class.h class of each
- * instruction given in hex.
+ * instruction given in hex, with 'flow' whether it is a call or a return.
  *
  *   cachesim_test LINE L1D L2 LLC PATTERN ARGS...
  *   cachesim_test classify HEX...
+ *   cachesim_test flow HEX...
  *
  * L1D, L2, LLC: SIZE:WAYS in bytes.  Patterns (8-byte accesses):
  *   walk BYTES STRIDE PASSES  every STRIDE bytes of BYTES, PASSES times
@@ -61,12 +62,14 @@ static int usage(void)
 	return 2;
 }
 
-static int classify(int argc, char **argv)
+/* x86_class() of each argument, or with @flow x86_flow(). */
+static int classify(int argc, char **argv, bool flow)
 {
 	static const char *const names[] = {
 		"locked", "cmpxchg16b", "cmpxchg16b_locked", "cli", "sti",
 		"pushf", "popf", "iretq", "sysretq", "cmpxchg"
 	};
+	static const char *const flows[] = { "other", "call", "ret" };
 	unsigned char code[16];
 	size_t n;
 	int i, c;
@@ -75,6 +78,10 @@ static int classify(int argc, char **argv)
 		for (n = 0; n < sizeof(code) && argv[i][2 * n]; n++)
 			if (sscanf(argv[i] + 2 * n, "%2hhx", &code[n]) != 1)
 				return usage();
+		if (flow) {
+			printf("%s %s\n", argv[i], flows[x86_flow(code, n)]);
+			continue;
+		}
 		c = x86_class(code, n);
 		printf("%s %s\n", argv[i], c == X86_OTHER ? "other" : names[c]);
 	}
@@ -89,7 +96,9 @@ int main(int argc, char **argv)
 	int k;
 
 	if (argc > 1 && !strcmp(argv[1], "classify"))
-		return classify(argc - 2, argv + 2);
+		return classify(argc - 2, argv + 2, false);
+	if (argc > 1 && !strcmp(argv[1], "flow"))
+		return classify(argc - 2, argv + 2, true);
 	if (argc < 6)
 		return usage();
 	for (k = 0; k < CACHESIM_LEVELS; k++)

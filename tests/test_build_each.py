@@ -300,13 +300,14 @@ class TestPlan(unittest.TestCase):
             test.bench_step("slab", mock.Mock())
         self.assertEqual(booted, ["slub-faults", "slab-faults"])
 
-    def test_test_kernels_are_the_benchmarks_with_fault_injection(self):
+    def test_test_kernels_are_the_benchmarks_with_faults_and_checkers(self):
         for alloc, config in test.TEST_KERNEL.items():
             if alloc == "slob":
                 self.assertEqual(config, "slob")
                 continue
             self.assertEqual(kconfig.CONFIG_SETS[config],
-                             kconfig.CONFIG_SETS[alloc] + ["faults", "failslab"])
+                             kconfig.CONFIG_SETS[alloc] + ["faults", "failslab",
+                                                           "checkers"])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Unit tests for harness/callers.py (./bulk callers): the init's timing
 lines, the hist triggers' snapshots and the table (stdlib unittest only)."""
+import contextlib
 import os
 import unittest
 from unittest import mock
@@ -165,7 +166,7 @@ class RealLog(unittest.TestCase):
     def test_timings(self):
         got = callers.parse_timings(self.text, "series", 1, "x")
         self.assertEqual(set(got), {w.name for w in callers.WORKLOADS})
-        self.assertEqual(got["mmap"], (4000, 63204659))
+        self.assertEqual(got["mmap"], (4000, 62073233))
 
     def test_counts(self):
         got = callers.parse_counts(self.text, "series", "x")
@@ -254,16 +255,38 @@ def region(insns, **events):
                                        **events))
 
 
-def plugin_output(insns, vcpus=1):
-    """qemu-cost.c's output for regions of @insns instructions."""
+# qemu-cost.c's lines on the slab calls it followed, with slab=.
+SLAB_HEAD = ("# slab_entries 16\n# slab_calls 900\n"
+             "# slab_entries_after_ret 50\n# slab_lost 0\n# slab_past 0\n"
+             "# slab_resets 1\n")
+
+
+def plugin_output(insns, vcpus=1, slab=True):
+    """qemu-cost.c's output for regions of @insns instructions, a quarter
+    of them inside slab calls."""
     return "".join([
         "# clock_reads %d\n# phases 0\n# vcpus %d\n" % (2 * len(insns), vcpus),
         "# addresses physical\n# virtual_fallbacks 0\n# line 64\n",
+        SLAB_HEAD if slab else "",
         "# cache l1d 49152 12 64\n# cache l2 2097152 16 2048\n",
         "# cache llc 31457280 15 32768\n",
         "# columns phase insns %s\n" % " ".join(costs.EVENTS)] + [
-        "0 %d %s\n" % (n, " ".join(["7"] + ["0"] * (len(costs.EVENTS) - 1)))
+        "0 %d %s %d\n" % (n, " ".join(["7"] + ["0"] * (len(costs.EVENTS) - 2)),
+                          n // 4)
         for n in insns])
+
+
+# The text symbols of SLAB_ENTRIES in a System.map, and two others.
+SYSTEM_MAP = """\
+ffffffff81128800 T kmalloc_trace
+ffffffff81129050 T kfree
+ffffffff81129060 t kfree_helper
+ffffffff811524e0 T kmem_cache_alloc
+ffffffff81153710 T kmem_cache_free
+ffffffff811541a0 T kmem_cache_free_bulk
+ffffffff811541b0 T kmem_cache_alloc_bulk
+ffffffff82000000 D kfree_data
+"""
 
 
 class Costs(unittest.TestCase):
@@ -298,18 +321,28 @@ class Costs(unittest.TestCase):
                           str(cm.exception))
             self.assertEqual(cm.exception.log, "c.log")
 
-    def fake_boot(self, insns, vcpus=1, tsc=None):
+    @contextlib.contextmanager
+    def fake_boot(self, insns, vcpus=1, tsc=None, system_map=SYSTEM_MAP,
+                  slab=True):
         """boot.boot as the plugin boot would go: the plugin's output
         where out= says, the init's timing lines in the log; the call
-        is kept in self.call."""
+        is kept in self.call, the slab= file's lines in self.entries.
+        The kernel's O= dir (kbuild.check_stamp()) holds @system_map."""
+        out_dir = os.path.join(hermetic.SCRATCH, "o-slub-callers")
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "System.map"), "w") as f:
+            f.write(system_map)
+
         def fake(config, tree, mode, load, append, timeout, tag,
                  qemu_extra):
             self.call = (config, tree, mode, list(load), append, tag,
                          list(qemu_extra))
-            out = [a for a in qemu_extra[1].split(",")
-                   if a.startswith("out=")][0][4:]
-            with open(out, "w") as f:
-                f.write(plugin_output(insns, vcpus))
+            args = dict(a.split("=", 1) for a in qemu_extra[1].split(",")
+                        if "=" in a)
+            with open(args["slab"]) as f:
+                self.entries = f.read().splitlines()
+            with open(args["out"], "w") as f:
+                f.write(plugin_output(insns, vcpus, slab))
             log = os.path.join(hermetic.SCRATCH, "costs-boot.log")
             with open(log, "w") as f:
                 f.write("".join("harness: callers name=%s count=%d tsc=%d\n"
@@ -317,7 +350,10 @@ class Costs(unittest.TestCase):
                                 for w, t in zip(TWO, tsc or insns)))
             return boot.BootResult(config, tree, mode, list(load), append,
                                    log, 1, 0, 1, [], None, [], [])
-        return mock.patch.object(callers.boot, "boot", fake)
+        with mock.patch.object(callers.boot, "boot", fake), \
+                mock.patch.object(callers.kbuild, "check_stamp",
+                                  lambda config, tree, step: out_dir):
+            yield
 
     def test_the_plugin_boot(self):
         with self.fake_boot([4000 * 250, 512 * 100]):
@@ -336,6 +372,33 @@ class Costs(unittest.TestCase):
         self.assertEqual(c.regions[TWO[1].name].insns / TWO[1].count, 100)
         self.assertEqual(c.per_unit(TWO[0], "loads"), 7 / 4000)
         self.assertIn("L1D 48 KiB 12-way", c.geometry)
+        # slab= names the entry points the System.map has, in
+        # SLAB_ENTRIES' order, text symbols only
+        self.assertTrue(any(a.startswith("slab=") and a.endswith(".slab")
+                            for a in extra[1].split(",")))
+        self.assertEqual(self.entries, [
+            "ffffffff811524e0", "ffffffff81153710", "ffffffff811541b0",
+            "ffffffff811541a0", "ffffffff81129050", "ffffffff81128800"])
+        self.assertEqual(c.per_unit(TWO[1], "slab_insns"), 25)
+        self.assertEqual(c.slab_share(TWO[0]), 0.25)
+        self.assertEqual(c.slab["slab_resets"], 1)
+        self.assertEqual(c.slab["slab_calls"], 900)
+
+    def test_the_plugin_boot_needs_the_slab_api(self):
+        """A kernel without kfree() or the bulk calls, or a plugin that
+        did not follow the slab calls, is refused."""
+        no_bulk = "".join(line + "\n" for line in SYSTEM_MAP.splitlines()
+                          if "_bulk" not in line)
+        with self.fake_boot([1000, 512], system_map=no_bulk):
+            with self.assertRaisesRegex(StageError, "System.map has no "
+                                        "kmem_cache_alloc_bulk, "
+                                        "kmem_cache_free_bulk"):
+                callers.costs_boot("slub-callers", "linux", "series", "p",
+                                   TWO)
+        with self.fake_boot([1000, 512], slab=False):
+            with self.assertRaisesRegex(StageError, "no '# slab_calls' line"):
+                callers.costs_boot("slub-callers", "linux", "series", "p",
+                                   TWO)
 
     def test_the_plugin_boot_refuses_two_vcpus_and_other_ticks(self):
         with self.fake_boot([1000, 512], vcpus=2):
@@ -361,16 +424,25 @@ class Costs(unittest.TestCase):
         # on mmap, 1% more than its run 1), per unit an L1D load miss that
         # hits L2 (5-11), a cmpxchg16b (10-25), a locked one (18-30) and
         # two cli (2-8 each)
+        # and inside slab calls, base 40 per unit, series 27 (30% of 90;
+        # mmap: 27.27 of 90.9)
         cost_runs = {
             "base": callers.CostRun("linux-base", "base", "cb.log", geometry, {
-                w.name: region(w.count * 100, loads=w.count * 3)
-                for w in callers.WORKLOADS}),
+                w.name: region(w.count * 100, loads=w.count * 3,
+                               slab_insns=w.count * 40)
+                for w in callers.WORKLOADS}, {
+                    "slab_calls": 1000, "slab_entries_after_ret": 100,
+                    "slab_lost": 0, "slab_past": 0, "slab_resets": 0}),
             "series": callers.CostRun("linux", "series", "cs.log", geometry, {
                 w.name: region(w.count * (909 if w.name == "mmap" else 900)
                                // 10, loads=w.count * 3,
                                l1d_load_misses=w.count, cmpxchg16b=w.count,
-                               cmpxchg16b_locked=w.count, cli=2 * w.count)
-                for w in callers.WORKLOADS})}
+                               cmpxchg16b_locked=w.count, cli=2 * w.count,
+                               slab_insns=w.count * (
+                                   2727 if w.name == "mmap" else 2700) // 100)
+                for w in callers.WORKLOADS}, {
+                    "slab_calls": 990, "slab_entries_after_ret": 90,
+                    "slab_lost": 0, "slab_past": 0, "slab_resets": 2})}
         md = callers.markdown(runs, {}, "./bulk callers --costs",
                               cost_runs=cost_runs)
         self.assertLess(md.index("| mmap | mmap+munmap | 100.0 | 90.0 |"),
@@ -386,10 +458,34 @@ class Costs(unittest.TestCase):
                       "(mmap).", md)
         self.assertIn(geometry, md)
         self.assertIn("cb.log, cs.log.", md)
+        # the slab calls' share, after the modeled costs: the slab
+        # instructions are not weighed there (brk's 127-172 above)
+        self.assertLess(md.index("## Modeled costs"),
+                        md.index("### Slab calls' share"))
+        self.assertLess(md.index("### Slab calls' share"),
+                        md.index("Workloads"))
+        self.assertIn("| workload | unit | slab instructions per unit base "
+                      "| series | share base | share series |", md)
+        self.assertIn("| brk | 2 brk | 40.0 | 27.0 | 40.00% | 30.00% |", md)
+        self.assertIn("| mmap | mmap+munmap | 40.0 | 27.3 | 40.00% | "
+                      "30.00% |", md)
+        self.assertIn("from the function's entry until the call returns (the "
+                      "load of its return address by a ret)", md)
+        self.assertIn("`kmem_cache_free_bulk()`", md)
+        self.assertIn("x86-64 only", md)
+        self.assertIn("series 990 (90 reached after a ret, not a "
+                      "call: tail calls), 0 lost (no return slot known), 0 "
+                      "ended by a ret above their slot, 2 cut short by user "
+                      "space.", md)
         data = callers.cost_json(cost_runs)
         self.assertEqual(data["series"]["brk"]["insns"], 4000 * 90)
         self.assertEqual(data["series"]["brk"]["events"]["cli"], 8000)
         self.assertEqual(data["series"]["brk"]["modeled_high"], 172.0)
+        self.assertEqual(data["series"]["brk"]["events"]["slab_insns"],
+                         4000 * 27)
+        self.assertEqual(data["series"]["brk"]["slab_insns_per_unit"], 27.0)
+        self.assertEqual(data["series"]["brk"]["slab_share"], 0.3)
+        self.assertEqual(data["base"]["mmap"]["slab_share"], 0.4)
         self.assertNotIn("Modeled costs", callers.markdown(
             runs, {}, "./bulk callers"))
 

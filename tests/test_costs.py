@@ -137,6 +137,26 @@ CLASSES = {
 }
 
 
+# Instruction bytes and whether the plugin follows them as a call (its
+# store of the return address) or a ret (its load of it), with slab=.
+FLOWS = {
+    "e8a0b1c2d3": "call",               # call rel32
+    "ffd0": "call",                     # call *%rax
+    "ff5008": "call",                   # call *0x8(%rax)
+    "41ffd3": "call",                   # call *%r11: REX first
+    "2ee8a0b1c2d3": "call",             # cs call rel32
+    "c3": "ret",
+    "c20800": "ret",                    # ret $0x8
+    "f3c3": "ret",                      # rep ret
+    "e9a0b1c2d3": "other",              # jmp rel32: a tail call
+    "ffe0": "other",                    # jmp *%rax
+    "ff5808": "other",                  # lcall *0x8(%rax): far, ff /3
+    "cb": "other",                      # lret
+    "48cf": "other",                    # iretq
+    "488b07": "other",                  # mov (%rdi),%rax
+}
+
+
 @unittest.skipIf(shutil.which("gcc") is None, "gcc not installed")
 class InstructionClasses(unittest.TestCase):
     def test_counted_instructions_are_told_apart(self):
@@ -144,6 +164,12 @@ class InstructionClasses(unittest.TestCase):
                            check=True, capture_output=True, text=True)
         self.assertEqual(dict(line.split() for line in p.stdout.splitlines()),
                          CLASSES)
+
+    def test_calls_and_returns_are_told_apart(self):
+        p = subprocess.run([build(), "flow"] + list(FLOWS),
+                           check=True, capture_output=True, text=True)
+        self.assertEqual(dict(line.split() for line in p.stdout.splitlines()),
+                         FLOWS)
 
 
 # The module's console: two rows of test b; phase k runs from the k-th
@@ -188,13 +214,13 @@ class Counts(unittest.TestCase):
     def test_unpaired_clock_reads_and_bad_lines_are_refused(self):
         with self.assertRaisesRegex(ValueError, "odd number of clock reads"):
             costs.read_costs(self.write([region_line(2, 5)], reads=3))
-        with self.assertRaisesRegex(ValueError, ":11: not 18 numbers"):
+        with self.assertRaisesRegex(ValueError, ":11: not 19 numbers"):
             costs.read_costs(self.write(["2 5 1\n"]))
 
     def test_columns_must_be_the_plugins(self):
         path = self.write([])
         with open(path) as f:
-            text = f.read().replace(" popf\n", " popf extra\n")
+            text = f.read().replace(" slab_insns\n", " slab_insns extra\n")
         with open(path, "w") as f:
             f.write(text)
         with self.assertRaisesRegex(ValueError, "columns"):
@@ -346,6 +372,14 @@ class Model(unittest.TestCase):
         self.assertAlmostEqual(costs.modeled(100, ev, 2, 0), (100 + 2) / 2)
         self.assertAlmostEqual(costs.modeled(100, ev, 2, 1),
                                (100 + 6 * 11 + 3 * 100 + 350 + 8) / 2)
+        # the instructions inside slab calls are some of the 100: no cost
+        # of their own
+        ev["slab_insns"] = 40
+        self.assertAlmostEqual(costs.modeled(100, ev, 2, 1),
+                               (100 + 6 * 11 + 3 * 100 + 350 + 8) / 2)
+        self.assertNotIn("slab_insns", costs.WEIGHTS)
+        self.assertNotIn("slab_insns", [e for _, get in costs.COLUMNS
+                                        for e in get])
 
 
 class Report(unittest.TestCase):
@@ -384,10 +418,23 @@ class Plugin(unittest.TestCase):
         lib = costs.profile.build_plugin(costs.PLUGIN_SRC, costs.PLUGIN,
                                           "costs")
         self.assertTrue(lib.startswith(hermetic.SCRATCH))
-        # clock= takes module or user; an argument taken lets the
-        # install go on to the geometry, which it refuses.
+        # clock= takes module or user, slab= a file of hex addresses; an
+        # argument taken lets the install go on to the geometry, which it
+        # refuses.
+        entries = os.path.join(hermetic.SCRATCH, "slab-entries.txt")
+        with open(entries, "w") as f:
+            f.write("ffffffff81129050\nffffffff811524e0\n")
+        junk = os.path.join(hermetic.SCRATCH, "slab-junk.txt")
+        with open(junk, "w") as f:
+            f.write("ffffffff81129050\nkfree\n")
         for arg, msg in (("bogus=1", "qemu-cost: unknown argument bogus=1"),
                          ("out=x,l1d=47K:12", "a cache geometry"),
+                         ("out=x,slab=%s,l1d=47K:12" % entries,
+                          "a cache geometry"),
+                         ("out=x,slab=%s" % junk, "cannot read the slab "
+                          "entry points"),
+                         ("out=x,slab=/nonexistent", "cannot read the slab "
+                          "entry points"),
                          ("out=x,clock=wall", "unknown argument clock=wall"),
                          ("out=x,clock=user,l1d=47K:12", "a cache geometry"),
                          ("out=x,clock=module,l1d=47K:12",

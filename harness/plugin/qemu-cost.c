@@ -49,14 +49,37 @@
  * timed region they started in (holds.h): '# holds_NOTE N' and 'hold'
  * lines after the regions.
  *
+ * With slab=PATH (a file of hex addresses, one a line: the slab API's
+ * entry points, harness/callers.py), also each region's instructions
+ * inside slab calls (SLAB_INSNS): from a block that starts at an entry
+ * point until that call returns, everything it calls and the interrupts it
+ * takes included.  With no register reads in the plugin API, the calls are
+ * followed through their stack accesses: the store of each call's return
+ * address and the load of each ret's (x86_flow()).  A shadow stack keeps
+ * the return slots of the frames still live; a slab call's slot is the
+ * innermost one of the stack last used when its entry point starts: the
+ * slot its call just stored, or, when a jmp got there (a tail call, as in
+ * a function that ends with kfree() after calls of its own: the last slot
+ * stored is then a callee's, long gone), the caller's own slot, which the
+ * entry point's ret returns through.  The call returns when a ret loads
+ * from that slot (or from above it on the same stack, a frame gone:
+ * counted in # slab_past); the ret's block still counts.  So tail calls
+ * inside the slab call and interrupts (their frames lie below, or on
+ * another stack) do not end it.  Blocks of user space while inside one end
+ * it too (# slab_resets: a slab call the plugin lost track of).  Header
+ * lines then: slab_entries (the addresses read), slab_calls,
+ * slab_entries_after_ret (those reached without a call right before),
+ * slab_lost (an entry point started with no live slot known: not counted),
+ * slab_past, slab_resets.  Without slab= the column is 0.
+ *
  * Arguments: out=PATH (required), p=ADDR (hex), l1d=SIZE:WAYS,
  * l2=SIZE:WAYS, llc=SIZE:WAYS (SIZE in bytes, or with K or M), line=BYTES,
- * addr=phys|virt, holds=PATH, clock=module|user (whose clock reads open
- * and close the timed regions, above).  Defaults: module clock reads, and
- * as caches an Intel Xeon Sapphire Rapids (Golden Cove) core's: L1D 48
- * KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16 of its 1.875
- * MiB 15-way slices, 30 MiB 15-way (a single thread uses the whole LLC;
- * the slices' address hash is not modeled).
+ * addr=phys|virt, holds=PATH, slab=PATH, clock=module|user (whose clock
+ * reads open and close the timed regions, above).  Defaults: module clock
+ * reads, and as caches an Intel Xeon Sapphire Rapids (Golden Cove) core's:
+ * L1D 48 KiB 12-way, L2 2 MiB 16-way, 64-byte lines, and as LLC 16 of its
+ * 1.875 MiB 15-way slices, 30 MiB 15-way (a single thread uses the whole
+ * LLC; the slices' address hash is not modeled).
  *
  * Output (out=PATH): '# KEY VALUE...' lines (clock_reads, phases, vcpus,
  * addresses, virtual_fallbacks, line, one 'cache NAME SIZE WAYS SETS' per
@@ -64,7 +87,7 @@
  * line per timed region, in the order they ran:
  *   PHASE INSNS LOADS STORES LOOKUPS L1D_LOAD_MISSES L2_LOAD_MISSES
  *   LLC_LOAD_MISSES L1D_STORE_MISSES L2_STORE_MISSES LLC_STORE_MISSES
- *   LOCKED CMPXCHG16B CMPXCHG16B_LOCKED CLI STI PUSHF POPF
+ *   LOCKED CMPXCHG16B CMPXCHG16B_LOCKED CLI STI PUSHF POPF SLAB_INSNS
  * (LOOKUPS: the cache lines the accesses touched, two for an access that
  * straddles a line boundary.)  Deterministic in exact mode: one vCPU, no
  * time, no randomness.  A second vCPU is reported (# vcpus) and refused
@@ -84,13 +107,15 @@ __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
 /*
  * The misses of each level, loads' then stores', follow their first; the
- * flagged instructions come in x86class.h's order.
+ * flagged instructions come in x86class.h's order; the instructions
+ * inside slab calls (slab=) last.
  */
 enum event {
 	LOADS, STORES, LOOKUPS,
 	L1D_LOAD_MISSES, L2_LOAD_MISSES, LLC_LOAD_MISSES,
 	L1D_STORE_MISSES, L2_STORE_MISSES, LLC_STORE_MISSES,
 	LOCKED, CMPXCHG16B, CMPXCHG16B_LOCKED, CLI, STI, PUSHF, POPF,
+	SLAB_INSNS,
 	NR_EVENTS
 };
 static const char *const event_names[NR_EVENTS] = {
@@ -98,7 +123,7 @@ static const char *const event_names[NR_EVENTS] = {
 	"l1d_load_misses", "l2_load_misses", "llc_load_misses",
 	"l1d_store_misses", "l2_store_misses", "llc_store_misses",
 	"locked", "cmpxchg16b", "cmpxchg16b_locked", "cli", "sti", "pushf",
-	"popf",
+	"popf", "slab_insns",
 };
 _Static_assert(CMPXCHG16B - LOCKED == X86_CMPXCHG16B &&
 	       POPF - LOCKED == X86_POPF, "events in x86class.h's order");
@@ -116,6 +141,7 @@ struct insn_ref {
 	struct block *b;
 	unsigned int k;		/* its index in the block */
 	enum x86_class cls;
+	enum x86_flow flow;	/* a call or a ret (slab=) */
 	bool acquire;		/* in a spinlock acquire function (holds.h) */
 };
 
@@ -125,7 +151,8 @@ struct block {
 	bool kernel;		/* kernel text or modules */
 	bool module;		/* module code */
 	bool phase;		/* the p= function */
-	struct insn_ref *refs;	/* of each instruction, with holds= */
+	bool slab_entry;	/* starts at a slab entry point (slab=) */
+	struct insn_ref *refs;	/* of each instruction, with holds= or slab= */
 	uint64_t insn_vaddr[];	/* of each instruction */
 };
 
@@ -143,6 +170,10 @@ static unsigned int line_size = 64;
 static bool holds_on;
 static struct hold_syms hold_syms;
 static struct holds_cpu holds;
+/* slab=PATH: the slab API's entry points, sorted. */
+static bool slab_on;
+static uint64_t *slab_entries;
+static size_t nr_slab_entries;
 
 /* The guest state (one vCPU: exact mode). */
 static struct region *regions;
@@ -158,6 +189,8 @@ static bool from_module;
 static struct block *last_block;
 static size_t last_region;
 static bool last_done;
+/* Whether it started inside a slab call (its instructions count there). */
+static bool last_inside;
 /*
  * The instructions run before the current block: an event at its k-th
  * instruction happened at block_start + k.
@@ -190,6 +223,155 @@ static unsigned int insns_before(const struct block *b, uint64_t next)
 	return i;
 }
 
+/*
+ * Slab calls (slab=).  Two return slots are on the same stack when they
+ * lie closer than a kernel stack's size (THREAD_SIZE, 16 KiB without
+ * KASAN): a task's stack is one THREAD_SIZE block, the IRQ stacks lie
+ * elsewhere.  The shadow stack holds the slots of the stacks' live
+ * frames, those of one stack in the order they were stored (so from
+ * outer to inner); those of other stacks (another task switched out, the
+ * IRQ stack) lie between them and are passed over.  When it is full, the
+ * oldest half goes: a slab call entered in a frame that old is lost
+ * (# slab_lost), not mistaken.
+ */
+#define STACK_SPAN	(16 << 10)
+#define SHADOW_MAX	1024
+
+static uint64_t shadow[SHADOW_MAX];
+static unsigned int shadow_len;
+/* The slot of the last call's store or ret's or iretq's load. */
+static uint64_t last_stack_op;
+static bool last_op_call;	/* that was a call's */
+static bool slab_inside;
+static uint64_t slab_slot;	/* the return slot of the slab call inside */
+static unsigned long long slab_calls, slab_after_ret, slab_lost, slab_past,
+	slab_resets;
+
+static bool same_stack(uint64_t a, uint64_t b)
+{
+	return (a > b ? a - b : b - a) < STACK_SPAN;
+}
+
+/*
+ * The frames of @at's stack whose slots lie at or below @at are gone:
+ * a ret or iretq loaded from @at, or a call stored there.
+ */
+static void shadow_pop(uint64_t at)
+{
+	unsigned int i, j;
+
+	for (i = shadow_len; i > 0; i--)
+		if (same_stack(shadow[i - 1], at) && shadow[i - 1] > at)
+			break;
+	/* From i on, @at's stack has no live slot: keep the others'. */
+	for (j = i; i < shadow_len; i++)
+		if (!same_stack(shadow[i], at))
+			shadow[j++] = shadow[i];
+	shadow_len = j;
+}
+
+static void shadow_push(uint64_t at)
+{
+	shadow_pop(at);
+	if (shadow_len == SHADOW_MAX) {
+		memmove(shadow, shadow + SHADOW_MAX / 2,
+			SHADOW_MAX / 2 * sizeof(shadow[0]));
+		shadow_len = SHADOW_MAX / 2;
+	}
+	shadow[shadow_len++] = at;
+}
+
+/* The innermost live slot of @at's stack, or 0. */
+static uint64_t shadow_top(uint64_t at)
+{
+	unsigned int i;
+
+	for (i = shadow_len; i > 0; i--)
+		if (same_stack(shadow[i - 1], at))
+			return shadow[i - 1];
+	return 0;
+}
+
+/* A stack access of a call, a ret or an iretq of the kernel. */
+static void slab_access(const struct insn_ref *ref, uint64_t vaddr,
+			bool store)
+{
+	if (ref->flow == X86_CALL && store) {
+		shadow_push(vaddr);
+		last_op_call = true;
+	} else if (!store && (ref->flow == X86_RET || ref->cls == X86_IRETQ)) {
+		if (slab_inside && ref->flow == X86_RET && vaddr >= slab_slot &&
+		    same_stack(vaddr, slab_slot)) {
+			slab_inside = false;
+			slab_past += vaddr > slab_slot;
+		}
+		shadow_pop(vaddr);
+		last_op_call = false;
+	} else {
+		return;
+	}
+	last_stack_op = vaddr;
+}
+
+/* @b starts: does a slab call start or end before it? */
+static void slab_block(const struct block *b)
+{
+	if (!b->kernel) {
+		if (slab_inside)
+			slab_resets++;
+		slab_inside = false;
+	} else if (b->slab_entry && !slab_inside) {
+		uint64_t slot = shadow_top(last_stack_op);
+
+		if (slot) {
+			slab_inside = true;
+			slab_slot = slot;
+			slab_calls++;
+			slab_after_ret += !last_op_call;
+		} else {
+			slab_lost++;
+		}
+	}
+	last_inside = slab_inside;
+}
+
+static int addr_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Read slab=PATH: a hex address a line.  0 on success. */
+static int read_slab_entries(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[64];
+	int ret = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		uint64_t a = strtoull(line, &end, 16);
+
+		if (end == line || (*end && *end != '\n')) {
+			ret = -1;
+			break;
+		}
+		slab_entries = realloc(slab_entries, (nr_slab_entries + 1) *
+				       sizeof(*slab_entries));
+		if (!slab_entries)
+			abort();
+		slab_entries[nr_slab_entries++] = a;
+	}
+	fclose(f);
+	if (ret || !nr_slab_entries)
+		return -1;
+	qsort(slab_entries, nr_slab_entries, sizeof(*slab_entries), addr_cmp);
+	return 0;
+}
+
 static void block_exec(unsigned int vcpu, void *userdata)
 {
 	struct block *b = userdata;
@@ -202,9 +384,14 @@ static void block_exec(unsigned int vcpu, void *userdata)
 		else if (ran_short(&last_block->shape, &b->shape))
 			ran = -1;
 		executed += ran;
-		if (last_region)
+		if (last_region) {
 			regions[last_region - 1].insns += ran;
+			if (last_inside)
+				regions[last_region - 1].ev[SLAB_INSNS] += ran;
+		}
 	}
+	if (slab_on)
+		slab_block(b);
 	block_start = executed;
 	if (holds_on)
 		holds_block(&holds, &hold_syms, b->shape.vaddr,
@@ -233,8 +420,12 @@ static void last_insn(unsigned int vcpu, void *userdata)
 {
 	last_done = true;
 	executed += last_block->shape.insns;
-	if (last_region)
+	if (last_region) {
 		regions[last_region - 1].insns += last_block->shape.insns;
+		if (last_inside)
+			regions[last_region - 1].ev[SLAB_INSNS] +=
+				last_block->shape.insns;
+	}
 }
 
 static void clock_read(unsigned int vcpu, void *userdata)
@@ -261,10 +452,12 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 	const struct insn_ref *ref = userdata;
 	struct region *r;
 
-	if (ref)
+	if (ref && holds_on)
 		holds_access(&holds, vaddr, size, qemu_plugin_mem_is_store(info),
 			     ref->cls == X86_LOCKED || ref->cls == X86_CMPXCHG,
 			     ref->acquire, block_start + ref->k);
+	if (ref && slab_on)
+		slab_access(ref, vaddr, qemu_plugin_mem_is_store(info));
 	if (!virtual_addresses) {
 		struct qemu_plugin_hwaddr *hw =
 			qemu_plugin_get_hwaddr(info, vaddr);
@@ -346,7 +539,10 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b->kernel = b->shape.vaddr >= KERNEL_START;
 	b->module = b->shape.vaddr >= MODULES_START;
 	b->phase = b->shape.vaddr == phase_addr;
-	if (holds_on && b->kernel) {
+	b->slab_entry = slab_on && bsearch(&b->shape.vaddr, slab_entries,
+					   nr_slab_entries,
+					   sizeof(*slab_entries), addr_cmp);
+	if ((holds_on || slab_on) && b->kernel) {
 		b->refs = calloc(n, sizeof(*b->refs));
 		if (!b->refs)
 			abort();
@@ -369,9 +565,11 @@ static void block_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 		if (b->refs) {
 			struct insn_ref *ref = &b->refs[k];
 
-			*ref = (struct insn_ref){ b, k, c, holds_is_acquire(
-				&hold_syms, b->insn_vaddr[k]) };
-			if (c >= X86_CLI && c <= X86_SYSRETQ)
+			*ref = (struct insn_ref){
+				b, k, c, x86_flow(code, len), holds_on &&
+				holds_is_acquire(&hold_syms, b->insn_vaddr[k])
+			};
+			if (holds_on && c >= X86_CLI && c <= X86_SYSRETQ)
 				qemu_plugin_register_vcpu_insn_exec_cb(
 					insn, if_insn, QEMU_PLUGIN_CB_NO_REGS,
 					ref);
@@ -402,6 +600,14 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 	fprintf(f, "# addresses %s\n", virtual_addresses ? "virtual" : "physical");
 	fprintf(f, "# virtual_fallbacks %llu\n", virtual_fallbacks);
 	fprintf(f, "# line %u\n", line_size);
+	if (slab_on) {
+		fprintf(f, "# slab_entries %zu\n", nr_slab_entries);
+		fprintf(f, "# slab_calls %llu\n", slab_calls);
+		fprintf(f, "# slab_entries_after_ret %llu\n", slab_after_ret);
+		fprintf(f, "# slab_lost %llu\n", slab_lost);
+		fprintf(f, "# slab_past %llu\n", slab_past);
+		fprintf(f, "# slab_resets %llu\n", slab_resets);
+	}
 	for (k = 0; k < CACHESIM_LEVELS; k++)
 		fprintf(f, "# cache %s %llu %u %u\n", cache.level[k].name,
 			(unsigned long long)cache.level[k].size,
@@ -470,6 +676,14 @@ int qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info,
 				return -1;
 			}
 			holds_on = true;
+		} else if (!strncmp(a, "slab=", 5)) {
+			if (read_slab_entries(a + 5)) {
+				fprintf(stderr, "qemu-cost: cannot read the "
+					"slab entry points (hex addresses) "
+					"in %s\n", a + 5);
+				return -1;
+			}
+			slab_on = true;
 		} else if (!strncmp(a, "line=", 5)) {
 			line_size = strtoul(a + 5, NULL, 10);
 		} else if (!strcmp(a, "addr=phys") || !strcmp(a, "addr=virt")) {

@@ -2,7 +2,8 @@
 /*
  * The x86-64 instructions qemu-cost.c counts apart, from their bytes:
  * locked read-modify-writes, cmpxchg8b/16b, the IRQ-flag instructions, and
- * the returns that restore IF (iretq, sysretq: holds.h).
+ * the returns that restore IF (iretq, sysretq: holds.h); and calls and
+ * returns apart (x86_flow(): slab calls are followed by them).
  * In a header of its own so that tests/cachesim_test.c can check it.
  */
 #ifndef X86CLASS_H
@@ -26,19 +27,20 @@ enum x86_class {
 };
 
 /*
- * Legacy prefixes and a REX prefix may come before the opcode; the ModRM
- * byte's mod field (its top two bits) is 3 for a register operand.
+ * The index of the opcode: legacy prefixes and a REX prefix may come
+ * before it (*lock: one of them was f0).  @len when there is none.
  */
-static inline enum x86_class x86_class(const unsigned char *code, size_t len)
+static inline size_t x86_opcode(const unsigned char *code, size_t len,
+				bool *lock)
 {
-	bool lock = false;
 	size_t i = 0;
 
+	*lock = false;
 	for (; i < len; i++) {
 		unsigned char c = code[i];
 
 		if (c == 0xf0)
-			lock = true;
+			*lock = true;
 		else if (c != 0xf2 && c != 0xf3 && c != 0x2e && c != 0x36 &&
 			 c != 0x3e && c != 0x26 && c != 0x64 && c != 0x65 &&
 			 c != 0x66 && c != 0x67)
@@ -46,6 +48,15 @@ static inline enum x86_class x86_class(const unsigned char *code, size_t len)
 	}
 	if (i < len && (code[i] & 0xf0) == 0x40)	/* REX */
 		i++;
+	return i;
+}
+
+/* The ModRM byte's mod field (its top two bits) is 3 for a register operand. */
+static inline enum x86_class x86_class(const unsigned char *code, size_t len)
+{
+	bool lock;
+	size_t i = x86_opcode(code, len, &lock);
+
 	if (i >= len)
 		return X86_OTHER;
 	if (code[i] == 0xcf && i > 0 && code[i - 1] == 0x48)
@@ -70,6 +81,41 @@ static inline enum x86_class x86_class(const unsigned char *code, size_t len)
 	case 0x9c: return X86_PUSHF;
 	case 0x9d: return X86_POPF;
 	default: return X86_OTHER;
+	}
+}
+
+enum x86_flow {
+	X86_FLOW_OTHER,
+	X86_CALL,		/* e8 rel32, ff /2: pushes its return address */
+	X86_RET,		/* c3, c2 imm16: loads it back */
+};
+
+/*
+ * Near calls and returns, whose push and load of the return address
+ * qemu-cost.c follows (its slab=).  Prefixes do not change them: a cs
+ * prefix (2e) pads a call of a retpoline thunk so that it can be patched
+ * into an indirect call in place, and rep ret (f3 c3) is an old AMD
+ * idiom.  Far calls (ff /3) and far returns (cb, ca) are neither: the
+ * kernel makes none.
+ */
+static inline enum x86_flow x86_flow(const unsigned char *code, size_t len)
+{
+	bool lock;
+	size_t i = x86_opcode(code, len, &lock);
+
+	if (i >= len)
+		return X86_FLOW_OTHER;
+	switch (code[i]) {
+	case 0xe8:
+		return X86_CALL;
+	case 0xff:
+		return i + 1 < len && ((code[i + 1] >> 3) & 7) == 2 ?
+			X86_CALL : X86_FLOW_OTHER;
+	case 0xc3:
+	case 0xc2:
+		return X86_RET;
+	default:
+		return X86_FLOW_OTHER;
 	}
 }
 
