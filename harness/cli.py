@@ -440,6 +440,10 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per round, each checked on its own (default "
                    "60, or the whole time when shorter; at most %d)"
                    % stress.MAX_ROUND_SECONDS)
+    p.add_argument("--seed", type=int, default=None,
+                   help="the seed of the stress threads' random choices for "
+                   "every boot (default: a new one per boot, printed; a "
+                   "failed run prints the command that replays it)")
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
                    "fault injection), test (the test command's runs), all "
@@ -867,11 +871,13 @@ def dispatch(args: argparse.Namespace) -> int:
         return test.main(args.only, getattr(args, "summary", None))
     elif args.cmd == "stress":
         return stress.soak(args.runs, args.minutes, args.seconds,
-                           "./bulk stress --runs %s --minutes %g%s" % (
+                           "./bulk stress --runs %s --minutes %g%s%s" % (
                                args.runs, args.minutes,
                                " --seconds %d" % args.seconds
-                               if args.seconds is not None else ""),
-                           kbuild.build, args.record)
+                               if args.seconds is not None else "",
+                               " --seed %d" % args.seed
+                               if args.seed is not None else ""),
+                           kbuild.build, args.record, args.seed)
     elif args.cmd == "bench":
         rc = bench.main(args)
         if rc == 0 and args.costs:

@@ -8,11 +8,18 @@ build/results/stress/, or results/stress/ with --record).
 A run fails on a failed or missing KUnit case, a splat on the console
 (boot.py's check), an object lost, or fault injection that injected
 nothing when it was asked for.
+
+Each boot draws a new seed for the threads' random choices (the module's
+seed parameter) unless one is given (./bulk stress --seed N): the seed is
+printed with the run's result and kept in stress.md, so that a failed run
+can be replayed with its seed.  A replay repeats each thread's choices,
+not the interleaving of the threads, which the host's scheduling decides.
 """
 import argparse
 import dataclasses
 import math
 import os
+import random
 import re
 import time
 from typing import Callable
@@ -36,6 +43,8 @@ KV_RE = re.compile(r"(\w+)=(\S+)")
 # The console's timestamps of a round's start and of each round's end.
 ROUND_START_RE = re.compile(r"^\[\s*(\d+\.\d+)\] +# Subtest: slab_bulk_stress_round$", re.M)
 ROUND_END_RE = re.compile(r"^\[\s*(\d+\.\d+)\] +(?:not )?ok \d+ round \d+ of \d+", re.M)
+# The seeds ./bulk stress draws: the module's seed is an unsigned long.
+SEED_MAX = 2 ** 32 - 1
 # Failed allocations a row counts (all injected when injection is on).
 FAIL_KEYS = ("bulk_fails", "single_fails", "kmalloc_fails")
 # Softirq allocations fail only for want of memory: fault injection's
@@ -70,19 +79,27 @@ CGROUP = "harness.cgroup=stress"
 # KFENCE sampling every millisecond: its objects come up in the bulk
 # calls' arrays, in and out.
 KFENCE_OFTEN = "kfence.sample_interval=1"
+# Full preemption (the faults kernels choose it at boot, as Debian's do),
+# two threads per CPU so that a preempted thread's CPU runs another, and
+# two emulated NUMA nodes, the CPUs spread over them: node partial lists,
+# frees of objects from the other node's slabs.
+BUSY = ("preempt=full numa=fake=2 %s.threads_per_cpu=2"
+        % STRESS_MODULE)
 # What ./bulk test runs, one short round each: every allocator on two CPUs
 # with fault injection, plain and with its debug options (SLOB has none but
 # lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB;
 # SLUB's bulk allocation fast paths under KASAN, lockdep and DEBUG_VM on
-# four CPUs (slub_debug=- turns SLUB_DEBUG_ON's debug paths off; its free
-# hooks still take every object alone); and the grouped free, which runs
-# only where no free hook has work, under the checkers of the faults
+# four CPUs (slub_debug=- turns SLUB_DEBUG_ON's debug paths off; its
+# KASAN still has SLUB free a bulk array one object at a time); and the
+# grouped free, which KASAN turns off, under the checkers of the faults
 # kernels (checkers.config): DEBUG_VM, DEBUG_LIST and KFENCE, and with
-# slub_debug=FZ the consistency checks of each run freed.
+# slub_debug=FZ the consistency checks of each run freed; and SLUB fully
+# preemptible with two threads per CPU on two NUMA nodes.
 TEST_RUNS = [
     StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
     StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1"),
     StressRun("slub-faults", "smp4", CGROUP + " slub_debug=FZ " + KFENCE_OFTEN),
+    StressRun("slub-faults", "smp4", CGROUP + " " + BUSY),
     StressRun("slub-debug", "smp", CGROUP),
     StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-"),
     StressRun("slab-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
@@ -101,10 +118,12 @@ SOAK_RUNS = [
 
 
 # Not in the test command (each would add a boot, and slob-faults a
-# kernel, to CI's budget): the debug kernels on four CPUs and SLOB without
-# lockdep, so that every allocator runs plain and with its debug options on
-# two and on four CPUs (./bulk stress --runs all, or by config name).
+# kernel, to CI's budget): SLAB preemptible on two NUMA nodes, the debug
+# kernels on four CPUs and SLOB without lockdep, so that every allocator
+# runs plain and with its debug options on two and on four CPUs (./bulk
+# stress --runs all, or by config name).
 EXTRA_RUNS = [
+    StressRun("slab-faults", "smp4", CGROUP + " " + BUSY),
     StressRun("slub-debug", "smp4", CGROUP),
     StressRun("slab-debug", "smp4", CGROUP),
     StressRun("slob-faults", "smp"),
@@ -133,9 +152,14 @@ def fault_append(percent: int, failslab: bool = True) -> str:
     return " ".join(writes)
 
 
-def cmdline(r: StressRun, seconds: int, rounds: int) -> str:
+def new_seed() -> int:
+    return random.SystemRandom().randint(1, SEED_MAX)
+
+
+def cmdline(r: StressRun, seconds: int, rounds: int, seed: int) -> str:
     parts = ["%s.seconds=%d" % (STRESS_MODULE, seconds),
-             "%s.rounds=%d" % (STRESS_MODULE, rounds)]
+             "%s.rounds=%d" % (STRESS_MODULE, rounds),
+             "%s.seed=%d" % (STRESS_MODULE, seed)]
     if r.faults:
         parts.append(fault_append(FAULT_PERCENT, has_failslab(r.config)))
     if r.append:
@@ -207,6 +231,14 @@ class StressResult:
     rows: list[dict[str, str]]
     wall_seconds: int
     boots: int = 1
+    # Each boot's seed, in order.
+    seeds: list[int] = dataclasses.field(default_factory=list)
+
+    def replay(self) -> str:
+        """The command that runs this config again with the last boot's
+        seed: a soak stops at its first failed boot."""
+        return "./bulk stress --runs %s --seed %d --minutes 1 --seconds %d" % (
+            self.config, self.seeds[-1] if self.seeds else 0, self.seconds)
 
 
 def check_built(r: StressRun, tree: str) -> None:
@@ -219,9 +251,34 @@ def check_built(r: StressRun, tree: str) -> None:
             r.config, STRESS_MODULE, r.config))
 
 
+# What the kernel prints when a condition a run asks for took effect.
+CONDITIONS = (("preempt=full", "Dynamic Preempt: full"),
+              ("numa=fake=2", "nr_node_ids:2"))
+MODE_CPUS = {"smp": 2, "smp4": 4}
+
+
+def condition_problems(r: StressRun, text: str,
+                       rows: list[dict[str, str]]) -> list[str]:
+    """The conditions @r's command line asks for that the boot did not
+    get: the preemption model, the NUMA nodes, the threads per CPU."""
+    words = r.append.split()
+    out = ["%s asked, but the kernel never printed '%s'" % (word, line)
+           for word, line in CONDITIONS if word in words and line not in text]
+    per_cpu = [w.split("=", 1)[1] for w in words
+               if w.startswith(STRESS_MODULE + ".threads_per_cpu=")]
+    if per_cpu and rows:
+        want = str(int(per_cpu[0]) * MODE_CPUS[r.mode])
+        if any(row.get("threads", want) != want for row in rows):
+            out.append("%s threads asked, the rounds ran %s" % (want, ", ".join(
+                sorted({row["threads"] for row in rows if "threads" in row}))))
+    return out
+
+
 def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
-        rounds: int = 1, tag: str | None = None) -> StressResult:
-    """Boot r's kernel with the stress suite for rounds of seconds each."""
+        rounds: int = 1, tag: str | None = None,
+        seed: int | None = None) -> StressResult:
+    """Boot r's kernel with the stress suite for rounds of seconds each,
+    its threads seeded with @seed (a new one when None)."""
     if not 1 <= seconds <= MAX_ROUND_SECONDS:
         raise StageError("stress", "seconds per round must be 1 to %d, not %d"
                          % (MAX_ROUND_SECONDS, seconds))
@@ -231,6 +288,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         raise StageError("stress", "mode %s: the stress runs on several CPUs "
                          "(smp, smp4)" % r.mode)
     check_built(r, tree)
+    if seed is None:
+        seed = new_seed()
     start = time.time()
     # A boot takes seconds to a minute under TCG. A round that hangs is
     # ended by KUnit 300 s after it started, so each round may take that
@@ -238,7 +297,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     timeout = 300 + rounds * max(seconds + 60, 330)
     tag = tag or r.tag()
     res = boot.boot(r.config, tree, r.mode, [STRESS_MODULE],
-                    cmdline(r, seconds, rounds), timeout, tag=tag,
+                    cmdline(r, seconds, rounds, seed), timeout, tag=tag,
                     allow_fail=True)
     assert res is not None
     with open(res.log, errors="replace") as f:
@@ -273,6 +332,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
             if "memcg_pages_before" in row):
         problems.append("the run joins a memcg but no memcg charge was "
                         "checked (kmem accounting off?)")
+    problems += condition_problems(r, text, rows)
     if ok and r.config.startswith("slob") and not any(
             "slob_pages_before" in row for row in rows):
         problems.append("no count of SLOB's pages in the output")
@@ -280,8 +340,9 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        rounds, [res.log], not problems, problems, len(res.splats),
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
-                       round(time.time() - start))
-    say("stress %s: %s" % (r.name(), "ok" if out.ok else "; ".join(problems)))
+                       round(time.time() - start), seeds=[seed])
+    say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
+                                     "; ".join(problems)))
     return out
 
 
@@ -297,28 +358,32 @@ def merge(parts: list[StressResult]) -> StressResult:
                         all(p.ok for p in parts),
                         [x for p in parts for x in p.problems],
                         sum(p.splats for p in parts), cases, totals(rows), rows,
-                        sum(p.wall_seconds for p in parts), len(parts))
+                        sum(p.wall_seconds for p in parts), len(parts),
+                        [s for p in parts for s in p.seeds])
 
 
 def soak_run(r: StressRun, minutes: float, seconds: int,
-             rounds: int) -> StressResult:
+             rounds: int, seed: int | None = None) -> StressResult:
     """Boots r again and again, rounds of seconds each time, until minutes
-    of the host's time have passed or a boot failed."""
+    of the host's time have passed or a boot failed; each boot with a new
+    seed, or all with @seed."""
     parts: list[StressResult] = []
     start = time.time()
     while not parts or (time.time() - start < minutes * 60 and parts[-1].ok):
         parts.append(run(r, "linux", seconds, rounds,
-                         "%s-boot%d" % (r.tag(), len(parts) + 1)))
+                         "%s-boot%d" % (r.tag(), len(parts) + 1), seed))
     return merge(parts)
 
 
 def summary(res: StressResult) -> str:
     t = res.totals
-    return ("%d s: %d bulk allocations (%d objects), %d remote frees, %d "
-            "kfree_bulk() calls, %d injected failures, lost %s" % (
-                res.wall_seconds, t["bulk_allocs"], t["bulk_objs"],
-                t["remote_frees"], t["kfree_bulks"], t["injected"],
-                t["lost"] if t["lost"] >= 0 else "n/a (no count)"))
+    return ("%d s, seed%s %s: %d bulk allocations (%d objects), %d remote "
+            "frees, %d kfree_bulk() calls, %d injected failures, lost %s" % (
+                res.wall_seconds, "s" if len(res.seeds) > 1 else "",
+                ", ".join(str(x) for x in res.seeds), t["bulk_allocs"],
+                t["bulk_objs"], t["remote_frees"], t["kfree_bulks"],
+                t["injected"], t["lost"] if t["lost"] >= 0 else
+                "n/a (no count)"))
 
 
 def render(results: list[StressResult], command: str) -> str:
@@ -336,26 +401,29 @@ def render(results: list[StressResult], command: str) -> str:
         "allocations. Injected: allocations that failed (bulk, single, "
         "kmalloc). Lost: objects left in use after each round, summed "
         "over the private caches and (SLUB, SLAB) the kmalloc caches; n/a "
-        "where the kernel keeps no count (SLOB before its per-cache count, "
-        "patch 29). SLOB has no kmalloc caches: there a round also fails "
-        "when the pages SLOB holds do not come back. Splats: console lines "
-        "that fail a boot."
+        "where the kernel keeps no count. SLOB has no kmalloc caches: there "
+        "a round also fails when the pages SLOB holds do not come back. "
+        "Splats: console lines that fail a boot. Seeds: each boot's seed of "
+        "the threads' random choices (`./bulk stress --runs CONFIG --seed N` "
+        "replays one; the threads' interleaving is the host's)."
         % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT),
         "",
-        "| run | boots | guest time | host time | bulk allocs | objects | "
-        "bulk frees | single | remote frees | softirq objects | kfree_bulk | "
-        "shrinks | injected | lost | splats | result |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| run | boots | seeds | guest time | host time | bulk allocs | "
+        "objects | bulk frees | single | remote frees | softirq objects | "
+        "kfree_bulk | shrinks | injected | lost | splats | result |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         t = r.totals
-        lines.append("| %s | %d | %d s | %d s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %d | %s |" % (
-            r.run, r.boots, r.seconds * r.rounds, r.wall_seconds,
+        lines.append("| %s | %d | %s | %d s | %d s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s | %d | %s |" % (
+            r.run, r.boots, " ".join(str(x) for x in r.seeds) or "-",
+            r.seconds * r.rounds, r.wall_seconds,
             t["bulk_allocs"], t["bulk_objs"],
             t["bulk_frees"], t["single_allocs"], t["remote_frees"],
             t["softirq_objs"], t["kfree_bulks"], t["shrinks"], t["injected"],
             t["lost"] if t["lost"] >= 0 else "n/a", r.splats,
-            "pass" if r.ok else "FAIL: " + "; ".join(r.problems)))
+            "pass" if r.ok else "FAIL: " + "; ".join(r.problems) +
+            " (replay: `%s`)" % r.replay()))
     lines += ["", "Guest time: rounds times their length (the guest's "
               "jiffies); host time: the boots' wall time, boot and checks "
               "included.", "",
@@ -390,6 +458,9 @@ def check_args(args: argparse.Namespace) -> None:
     if args.seconds is not None and not 1 <= args.seconds <= MAX_ROUND_SECONDS:
         raise StageError("stress", "--seconds %d: give 1 to %d"
                          % (args.seconds, MAX_ROUND_SECONDS))
+    seed = getattr(args, "seed", None)
+    if seed is not None and not 0 <= seed <= SEED_MAX:
+        raise StageError("stress", "--seed %d: give 0 to %d" % (seed, SEED_MAX))
 
 
 def select(names: str) -> list[StressRun]:
@@ -417,7 +488,8 @@ SOAK_ROUNDS = 5
 
 
 def soak(names: str, minutes: float, seconds: int | None, command: str,
-         build_fn: Callable[[str], object], record: bool = False) -> int:
+         build_fn: Callable[[str], object], record: bool = False,
+         seed: int | None = None) -> int:
     """./bulk stress: build, run each run for minutes of host time and
     write stress.md (results/stress/ when record); 1 if any run failed.
     The arguments are check_args()'s."""
@@ -431,7 +503,7 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
     results: list[StressResult] = []
     md = ""
     for run_ in runs:
-        results.append(soak_run(run_, minutes, per_round, rounds))
+        results.append(soak_run(run_, minutes, per_round, rounds, seed))
         # After each run: an interrupted soak keeps what it finished.
         md = write_results(results, command, results_name(names), record)
     say("stress: %s, in %s" % (rel(md), records.where(record)))
@@ -440,4 +512,6 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
                                summary(res)))
         for p in res.problems:
             print("     %s" % p)
+        if not res.ok:
+            print("     replay: %s" % res.replay())
     return 0 if all(res.ok for res in results) else 1

@@ -63,7 +63,7 @@ TESTED = build_each.TREE_NAME
 # suite's slab_bulk_fail_nth case does: it runs on these kernels and is
 # skipped without CONFIG_FAULT_INJECTION); and the checkers of
 # configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE), which see the
-# grouped bulk free that the debug kernels' hooks bypass: their checks
+# grouped bulk free that the debug kernels' KASAN turns off: their checks
 # cost every boot some time.  No test step boots the
 # benchmark's own slub and slab configs; ./bulk build-each builds them at every
 # patch, ./bulk kunit-each boots slub.
@@ -168,7 +168,9 @@ def stress_step(r: stress.StressRun, series: Series) -> str:
     kbuild.build(r.config, TESTED, label="%s@tip" % r.config)
     res = stress.run(r, TESTED, stress.TEST_SECONDS)
     if not res.ok:
-        raise StageError("stress", r.name(), res.logs[0], "\n".join(res.problems))
+        raise StageError("stress", "%s (seed %d)" % (r.name(), res.seeds[0]),
+                         res.logs[0], "\n".join(res.problems + [
+                             "replay: " + res.replay()]))
     return stress.summary(res)
 
 

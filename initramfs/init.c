@@ -1181,12 +1181,12 @@ static int op_qdisc(long i)
  * such a socket's flows by the packet's hash (with an orphan mask of all
  * ones, one flow per destination), and dummy0 sends each packet at once,
  * so every flow is left empty, detached.  A flow detached for longer than
- * FQ_GC_AGE (3 s) is garbage: the next packet of a new flow makes
- * fq_classify() call fq_gc(), which collects up to 8 garbage flows on the
- * way down to the new flow's place in its tree and frees them with one
- * kmem_cache_free_bulk().  The setup makes FQ_FLOWS flows, the start waits
- * until they are garbage, and each timed send makes one flow more and
- * frees up to 8.
+ * FQ_GC_AGE (3 s) is garbage: once most of fq's flows are idle, each packet
+ * makes fq_classify() call fq_gc(), which collects up to 8 garbage flows
+ * on the way down to the packet's flow in its tree (for a new flow, down
+ * to where it will go) and frees them with one kmem_cache_free_bulk().
+ * The setup makes FQ_FLOWS flows, the start waits until they are garbage,
+ * and each timed send makes one flow more and frees up to 8.
  */
 #define FQ_FLOWS 65536
 #define FQ_PORTS 16384
@@ -1293,8 +1293,9 @@ static int setup_fq(void)
 	return 0;
 }
 
-/* FQ_GC_AGE and a jiffy more: with settle()'s half second before, every
- * flow made so far is garbage.
+/* FQ_GC_AGE: with settle()'s half second before, every flow made so far
+ * has been idle for more than that (fq_gc_candidate() wants it strictly
+ * older), and none has gone yet.
  */
 static void start_fq(void)
 {
@@ -1302,23 +1303,33 @@ static void start_fq(void)
 	struct tc_fq_qd_stats st;
 
 	fq_gc_start = ~0ULL;
-	if (nanosleep(&wait, NULL))
+	if (nanosleep(&wait, NULL)) {
 		say("callers: nanosleep: %s (%d)", strerror(errno), errno);
-	else if (!fq_stats(&st))
-		fq_gc_start = st.gc_flows;
+	} else if (!fq_stats(&st)) {
+		if (st.flows >= FQ_FLOWS && !st.gc_flows)
+			fq_gc_start = st.gc_flows;
+		else
+			say("callers: fq-gc: %u flows, %llu collected before the "
+			    "loop; expected %d or more, none", st.flows,
+			    (unsigned long long)st.gc_flows, FQ_FLOWS);
+	}
 }
 
-/* fq-gc: the garbage collection freed at least one flow per timed send. */
+/*
+ * fq-gc: the garbage collection freed 4 flows or more per timed send on
+ * average (about 7.6 in the records: 8 at most, fewer where the way down
+ * holds fewer garbage flows).
+ */
 static int check_fq(long ops)
 {
 	struct tc_fq_qd_stats st;
 
 	if (fq_gc_start == ~0ULL || fq_stats(&st))
 		return 1;
-	if (st.gc_flows - fq_gc_start >= (unsigned long long)ops)
+	if (st.gc_flows - fq_gc_start >= 4ULL * ops)
 		return 0;
 	say("callers: fq-gc: %llu flows freed by fq_gc() in %ld sends, expected "
-	    "one or more per send", st.gc_flows - fq_gc_start, ops);
+	    "4 or more per send on average", st.gc_flows - fq_gc_start, ops);
 	return 1;
 }
 

@@ -474,7 +474,8 @@ class Costs(unittest.TestCase):
         self.assertIn("`kmem_cache_free_bulk()`", md)
         self.assertIn("x86-64 only", md)
         self.assertIn("series 990 (90 reached after a ret, not a "
-                      "call: tail calls), 0 lost (no return slot known), 0 "
+                      "call: tail calls, or an interrupt's return into an "
+                      "entry point), 0 lost (no return slot known), 0 "
                       "ended by a ret above their slot, 2 cut short by user "
                       "space.", md)
         data = callers.cost_json(cost_runs)

@@ -417,6 +417,13 @@ class KunitStage(unittest.TestCase):
                          [])
         self.assertEqual(kunit.kfence_switch_problems("", mods, False),
                          ["slub_kunit: never loaded"])
+        # Sampling off from the command line (kunit.KFENCE_OFF): nothing
+        # to turn on again.
+        already = ("harness: KFENCE sampling already off\n"
+                   "harness: loading slub_kunit params ''\n"
+                   "harness: loaded slub_kunit\n")
+        self.assertEqual(kunit.kfence_switch_problems(already, mods, True),
+                         [])
         # Modules without the switch are not looked at.
         self.assertEqual(kunit.kfence_switch_problems("", mods[1:], True), [])
 

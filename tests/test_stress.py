@@ -59,14 +59,14 @@ class Knobs(unittest.TestCase):
         self.assertNotIn("failslab/min-order", text)
 
     def test_slob_gets_no_failslab_knobs(self):
-        line = stress.cmdline(stress.StressRun("slob-debug", "smp"), 10, 1)
+        line = stress.cmdline(stress.StressRun("slob-debug", "smp"), 10, 1, 7)
         self.assertIn("fail_page_alloc/probability", line)
         self.assertNotIn("failslab", line)
-        self.assertIn("failslab/probability", stress.cmdline(stress.StressRun("slab-faults"), 10, 1))
+        self.assertIn("failslab/probability", stress.cmdline(stress.StressRun("slab-faults"), 10, 1, 7))
 
     def test_cmdline_without_faults_has_no_knobs(self):
         r = stress.StressRun("slub-faults", "smp", "init_on_free=1", faults=False)
-        line = stress.cmdline(r, 20, 3)
+        line = stress.cmdline(r, 20, 3, 7)
         self.assertIn("slab_bulk_stress.seconds=20", line)
         self.assertIn("slab_bulk_stress.rounds=3", line)
         self.assertIn("init_on_free=1", line)
@@ -92,9 +92,16 @@ class Arguments(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "alone"):
             stress.select("soak,slob-debug")
 
-    def check(self, minutes, seconds=None):
+    def check(self, minutes, seconds=None, seed=None):
         stress.check_args(argparse.Namespace(runs="soak", minutes=minutes,
-                                             seconds=seconds))
+                                             seconds=seconds, seed=seed))
+
+    def test_seed_must_fit(self):
+        self.check(1, seed=0)
+        self.check(1, seed=stress.SEED_MAX)
+        for bad in (-1, stress.SEED_MAX + 1):
+            with self.assertRaisesRegex(StageError, "--seed"):
+                self.check(1, seed=bad)
 
     def test_minutes_must_be_a_finite_number(self):
         for bad in (float("nan"), float("inf"), -1.0, 0):
@@ -159,7 +166,7 @@ class Report(unittest.TestCase):
                                   {"passed": 0, "skipped": 0, "failed": 1},
                                   stress.totals([]), [], 40)
         md = stress.render([ok, bad], "./bulk stress")
-        self.assertIn("| slub-faults smp faults | 1 | 30 s | 40 s | 11 | 901 |", md)
+        self.assertIn("| slub-faults smp faults | 1 | - | 30 s | 40 s | 11 | 901 |", md)
         self.assertIn("FAIL: 3 objects lost", md)
         self.assertIn("| 6 | 0 | 0 | pass |", md)
 
@@ -178,6 +185,42 @@ class Report(unittest.TestCase):
         self.assertEqual(m.logs, ["/a.log", "/b.log"])
         self.assertEqual(m.totals["bulk_allocs"], 22)
         self.assertEqual(m.cases["failed"], 1)
+
+
+class Conditions(unittest.TestCase):
+    """A run's conditions must show in its boot, or it fails."""
+
+    R = stress.StressRun("slub-faults", "smp4", stress.BUSY)
+    GOOD = ("[    0.0] setup_percpu: NR_CPUS:8 nr_cpumask_bits:4 nr_cpu_ids:4 "
+            "nr_node_ids:2\n[    0.0] Dynamic Preempt: full\n")
+
+    def test_all_took_effect(self):
+        rows = [{"round": "1", "cache": "plain", "threads": "8"}]
+        self.assertEqual(stress.condition_problems(self.R, self.GOOD, rows), [])
+
+    def test_each_missing_one_is_named(self):
+        rows = [{"round": "1", "cache": "plain", "threads": "4"}]
+        text = self.GOOD.replace("Dynamic Preempt: full",
+                                 "Dynamic Preempt: voluntary")
+        text = text.replace("nr_node_ids:2", "nr_node_ids:1")
+        got = stress.condition_problems(self.R, text, rows)
+        self.assertEqual(len(got), 3, got)
+        self.assertIn("preempt=full asked", got[0])
+        self.assertIn("numa=fake=2 asked", got[1])
+        self.assertIn("8 threads asked, the rounds ran 4", got[2])
+
+    def test_plain_runs_ask_nothing(self):
+        r = stress.StressRun("slub-faults", "smp", stress.CGROUP)
+        self.assertEqual(stress.condition_problems(r, "", []), [])
+
+    def test_seed_on_the_command_line_and_in_the_replay(self):
+        line = stress.cmdline(self.R, 15, 1, 12345)
+        self.assertIn("slab_bulk_stress.seed=12345", line.split())
+        res = stress.StressResult("r", "slub-faults", "smp4", True, "", 15, 1,
+                                  ["/a.log"], False, ["x"], 0, {}, {}, [], 1,
+                                  seeds=[5, 12345])
+        self.assertEqual(res.replay(), "./bulk stress --runs slub-faults "
+                         "--seed 12345 --minutes 1 --seconds 15")
 
 
 if __name__ == "__main__":

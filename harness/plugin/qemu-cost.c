@@ -52,8 +52,9 @@
  * With slab=PATH (a file of hex addresses, one a line: the slab API's
  * entry points, harness/callers.py), also each region's instructions
  * inside slab calls (SLAB_INSNS): from a block that starts at an entry
- * point until that call returns, everything it calls and the interrupts it
- * takes included.  With no register reads in the plugin API, the calls are
+ * point until that call returns, everything the CPU runs meanwhile
+ * included: its callees, the interrupts it takes and, should it sleep,
+ * other tasks' kernel code until one of them returns to user space.  With no register reads in the plugin API, the calls are
  * followed through their stack accesses: the store of each call's return
  * address and the load of each ret's (x86_flow()).  A shadow stack keeps
  * the return slots of the frames still live; a slab call's slot is the
@@ -68,7 +69,8 @@
  * another stack) do not end it.  Blocks of user space while inside one end
  * it too (# slab_resets: a slab call the plugin lost track of).  Header
  * lines then: slab_entries (the addresses read), slab_calls,
- * slab_entries_after_ret (those reached without a call right before),
+ * slab_entries_after_ret (those reached without a call right before: a
+ * tail call, or an iretq back into an entry point's block),
  * slab_lost (an entry point started with no live slot known: not counted),
  * slab_past, slab_resets.  Without slab= the column is 0.
  *
@@ -225,16 +227,21 @@ static unsigned int insns_before(const struct block *b, uint64_t next)
 
 /*
  * Slab calls (slab=).  Two return slots are on the same stack when they
- * lie closer than a kernel stack's size (THREAD_SIZE, 16 KiB without
- * KASAN): a task's stack is one THREAD_SIZE block, the IRQ stacks lie
- * elsewhere.  The shadow stack holds the slots of the stacks' live
+ * lie in the same 16 KiB block: x86-64's THREAD_SIZE without KASAN, and
+ * every kernel stack is such a block, aligned to its size (a task's comes
+ * from the page allocator, or vmalloc with VMAP_STACK; the per-CPU IRQ
+ * stack is declared aligned to IRQ_STACK_SIZE).  Two tasks' stacks may lie
+ * side by side: a distance below 16 KiB would take them for one.  The
+ * callers' kernels have no KASAN, whose THREAD_SIZE is 32 KiB: with it
+ * two slots of one stack could be taken for two stacks'.  The shadow
+ * stack holds the slots of the stacks' live
  * frames, those of one stack in the order they were stored (so from
  * outer to inner); those of other stacks (another task switched out, the
  * IRQ stack) lie between them and are passed over.  When it is full, the
  * oldest half goes: a slab call entered in a frame that old is lost
  * (# slab_lost), not mistaken.
  */
-#define STACK_SPAN	(16 << 10)
+#define STACK_SHIFT	14
 #define SHADOW_MAX	1024
 
 static uint64_t shadow[SHADOW_MAX];
@@ -249,7 +256,7 @@ static unsigned long long slab_calls, slab_after_ret, slab_lost, slab_past,
 
 static bool same_stack(uint64_t a, uint64_t b)
 {
-	return (a > b ? a - b : b - a) < STACK_SPAN;
+	return a >> STACK_SHIFT == b >> STACK_SHIFT;
 }
 
 /*
