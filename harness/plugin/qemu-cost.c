@@ -54,25 +54,19 @@
  * inside slab calls (SLAB_INSNS): from a block that starts at an entry
  * point until that call returns, everything the CPU runs meanwhile
  * included: its callees, the interrupts it takes and, should it sleep,
- * other tasks' kernel code until one of them returns to user space.  With no register reads in the plugin API, the calls are
- * followed through their stack accesses: the store of each call's return
- * address and the load of each ret's (x86_flow()).  A shadow stack keeps
- * the return slots of the frames still live; a slab call's slot is the
- * innermost one of the stack last used when its entry point starts: the
- * slot its call just stored, or, when a jmp got there (a tail call, as in
- * a function that ends with kfree() after calls of its own: the last slot
- * stored is then a callee's, long gone), the caller's own slot, which the
- * entry point's ret returns through.  The call returns when a ret loads
- * from that slot (or from above it on the same stack, a frame gone:
- * counted in # slab_past); the ret's block still counts.  So tail calls
- * inside the slab call and interrupts (their frames lie below, or on
- * another stack) do not end it.  Blocks of user space while inside one end
- * it too (# slab_resets: a slab call the plugin lost track of).  Header
- * lines then: slab_entries (the addresses read), slab_calls,
+ * other tasks' kernel code until one of them returns to user space.
+ * With no register reads in the plugin API, the calls are followed
+ * through their stack accesses, with a shadow stack of the live return
+ * slots (slabtrack.h, which explains how): the store of each call's
+ * return address and the loads of each ret and iretq (x86_flow()).  The
+ * block of the ret that ends a call still counts.  Header lines then:
+ * slab_entries (the addresses read), slab_calls,
  * slab_entries_after_ret (those reached without a call right before: a
  * tail call, or an iretq back into an entry point's block),
  * slab_lost (an entry point started with no live slot known: not counted),
- * slab_past, slab_resets.  Without slab= the column is 0.
+ * slab_past (calls ended by a ret from above their slot, a frame gone),
+ * slab_resets (calls ended by a block of user space: a slab call the
+ * plugin lost track of).  Without slab= the column is 0.
  *
  * Arguments: out=PATH (required), p=ADDR (hex), l1d=SIZE:WAYS,
  * l2=SIZE:WAYS, llc=SIZE:WAYS (SIZE in bytes, or with K or M), line=BYTES,
@@ -103,6 +97,7 @@
 #include "cachesim.h"
 #include "holds.h"
 #include "qemu-plugin-api.h"
+#include "slabtrack.h"
 #include "x86class.h"
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
@@ -225,121 +220,13 @@ static unsigned int insns_before(const struct block *b, uint64_t next)
 	return i;
 }
 
-/*
- * Slab calls (slab=).  Two return slots are on the same stack when they
- * lie in the same 16 KiB block: x86-64's THREAD_SIZE without KASAN, and
- * every kernel stack is such a block, aligned to its size (a task's comes
- * from the page allocator, or vmalloc with VMAP_STACK; the per-CPU IRQ
- * stack is declared aligned to IRQ_STACK_SIZE).  Two tasks' stacks may lie
- * side by side: a distance below 16 KiB would take them for one.  The
- * callers' kernels have no KASAN, whose THREAD_SIZE is 32 KiB: with it
- * two slots of one stack could be taken for two stacks'.  The shadow
- * stack holds the slots of the stacks' live
- * frames, those of one stack in the order they were stored (so from
- * outer to inner); those of other stacks (another task switched out, the
- * IRQ stack) lie between them and are passed over.  When it is full, the
- * oldest half goes: a slab call entered in a frame that old is lost
- * (# slab_lost), not mistaken.
- */
-#define STACK_SHIFT	14
-#define SHADOW_MAX	1024
-
-static uint64_t shadow[SHADOW_MAX];
-static unsigned int shadow_len;
-/* The slot of the last call's store or ret's or iretq's load. */
-static uint64_t last_stack_op;
-static bool last_op_call;	/* that was a call's */
-static bool slab_inside;
-static uint64_t slab_slot;	/* the return slot of the slab call inside */
-static unsigned long long slab_calls, slab_after_ret, slab_lost, slab_past,
-	slab_resets;
-
-static bool same_stack(uint64_t a, uint64_t b)
-{
-	return a >> STACK_SHIFT == b >> STACK_SHIFT;
-}
-
-/*
- * The frames of @at's stack whose slots lie at or below @at are gone:
- * a ret or iretq loaded from @at, or a call stored there.
- */
-static void shadow_pop(uint64_t at)
-{
-	unsigned int i, j;
-
-	for (i = shadow_len; i > 0; i--)
-		if (same_stack(shadow[i - 1], at) && shadow[i - 1] > at)
-			break;
-	/* From i on, @at's stack has no live slot: keep the others'. */
-	for (j = i; i < shadow_len; i++)
-		if (!same_stack(shadow[i], at))
-			shadow[j++] = shadow[i];
-	shadow_len = j;
-}
-
-static void shadow_push(uint64_t at)
-{
-	shadow_pop(at);
-	if (shadow_len == SHADOW_MAX) {
-		memmove(shadow, shadow + SHADOW_MAX / 2,
-			SHADOW_MAX / 2 * sizeof(shadow[0]));
-		shadow_len = SHADOW_MAX / 2;
-	}
-	shadow[shadow_len++] = at;
-}
-
-/* The innermost live slot of @at's stack, or 0. */
-static uint64_t shadow_top(uint64_t at)
-{
-	unsigned int i;
-
-	for (i = shadow_len; i > 0; i--)
-		if (same_stack(shadow[i - 1], at))
-			return shadow[i - 1];
-	return 0;
-}
-
-/* A stack access of a call, a ret or an iretq of the kernel. */
-static void slab_access(const struct insn_ref *ref, uint64_t vaddr,
-			bool store)
-{
-	if (ref->flow == X86_CALL && store) {
-		shadow_push(vaddr);
-		last_op_call = true;
-	} else if (!store && (ref->flow == X86_RET || ref->cls == X86_IRETQ)) {
-		if (slab_inside && ref->flow == X86_RET && vaddr >= slab_slot &&
-		    same_stack(vaddr, slab_slot)) {
-			slab_inside = false;
-			slab_past += vaddr > slab_slot;
-		}
-		shadow_pop(vaddr);
-		last_op_call = false;
-	} else {
-		return;
-	}
-	last_stack_op = vaddr;
-}
+/* Slab calls (slab=): slabtrack.h. */
+static struct slabtrack slab;
 
 /* @b starts: does a slab call start or end before it? */
 static void slab_block(const struct block *b)
 {
-	if (!b->kernel) {
-		if (slab_inside)
-			slab_resets++;
-		slab_inside = false;
-	} else if (b->slab_entry && !slab_inside) {
-		uint64_t slot = shadow_top(last_stack_op);
-
-		if (slot) {
-			slab_inside = true;
-			slab_slot = slot;
-			slab_calls++;
-			slab_after_ret += !last_op_call;
-		} else {
-			slab_lost++;
-		}
-	}
-	last_inside = slab_inside;
+	last_inside = slabtrack_block(&slab, b->kernel, b->slab_entry);
 }
 
 static int addr_cmp(const void *a, const void *b)
@@ -464,7 +351,8 @@ static void mem_access(unsigned int vcpu, qemu_plugin_meminfo_t info,
 			     ref->cls == X86_LOCKED || ref->cls == X86_CMPXCHG,
 			     ref->acquire, block_start + ref->k);
 	if (ref && slab_on)
-		slab_access(ref, vaddr, qemu_plugin_mem_is_store(info));
+		slabtrack_access(&slab, ref->flow, ref->cls, vaddr,
+				 qemu_plugin_mem_is_store(info));
 	if (!virtual_addresses) {
 		struct qemu_plugin_hwaddr *hw =
 			qemu_plugin_get_hwaddr(info, vaddr);
@@ -609,11 +497,11 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 	fprintf(f, "# line %u\n", line_size);
 	if (slab_on) {
 		fprintf(f, "# slab_entries %zu\n", nr_slab_entries);
-		fprintf(f, "# slab_calls %llu\n", slab_calls);
-		fprintf(f, "# slab_entries_after_ret %llu\n", slab_after_ret);
-		fprintf(f, "# slab_lost %llu\n", slab_lost);
-		fprintf(f, "# slab_past %llu\n", slab_past);
-		fprintf(f, "# slab_resets %llu\n", slab_resets);
+		fprintf(f, "# slab_calls %llu\n", slab.calls);
+		fprintf(f, "# slab_entries_after_ret %llu\n", slab.after_ret);
+		fprintf(f, "# slab_lost %llu\n", slab.lost);
+		fprintf(f, "# slab_past %llu\n", slab.past);
+		fprintf(f, "# slab_resets %llu\n", slab.resets);
 	}
 	for (k = 0; k < CACHESIM_LEVELS; k++)
 		fprintf(f, "# cache %s %llu %u %u\n", cache.level[k].name,
