@@ -447,8 +447,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
                    "fault injection), test (the test command's runs), all "
-                   "(those, the debug kernels on four CPUs and SLOB without "
-                   "lockdep), or config names: %s" % ", ".join(sorted(
+                   "(those, SLAB fully preemptible on two NUMA nodes, the "
+                   "debug kernels on four CPUs and SLOB without lockdep), or "
+                   "config names: %s" % ", ".join(sorted(
                        {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
                         + stress.EXTRA_RUNS})))
     record_opt(p)
