@@ -65,6 +65,12 @@ MODES = {
 }
 
 
+def mode_cpus(mode: str) -> int:
+    """The vCPUs of a mode, as its -smp argument gives them."""
+    args = MODES[mode]
+    return int(args[args.index("-smp") + 1].split(",")[0])
+
+
 # A KUnit case that must provoke a report (slab_bulk_kasan_double_free,
 # slab_bulk_debug_slab_redzone) prints these lines around the call; the case
 # itself checks that exactly one report came.  Between them, and only when

@@ -407,12 +407,9 @@ def write_slab_entries(system_map: str, out: str) -> str:
     hex address a line, for the plugin's slab=; a StageError when one of
     SLAB_REQUIRED is not there."""
     found: dict[str, int] = {}
-    with open(system_map) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 3 and parts[1] in ("t", "T") and \
-                    parts[2] in SLAB_ENTRIES:
-                found.setdefault(parts[2], int(parts[0], 16))
+    for addr, name in zip(*profile.read_symbols(system_map)):
+        if name in SLAB_ENTRIES:
+            found.setdefault(name, addr)
     missing = [name for name in SLAB_REQUIRED if name not in found]
     if missing:
         raise StageError("callers", "%s has no %s: no slab calls to follow"

@@ -254,7 +254,6 @@ def check_built(r: StressRun, tree: str) -> None:
 # What the kernel prints when a condition a run asks for took effect.
 CONDITIONS = (("preempt=full", "Dynamic Preempt: full"),
               ("numa=fake=2", "nr_node_ids:2"))
-MODE_CPUS = {"smp": 2, "smp4": 4}
 
 
 def condition_problems(r: StressRun, text: str,
@@ -267,7 +266,7 @@ def condition_problems(r: StressRun, text: str,
     per_cpu = [w.split("=", 1)[1] for w in words
                if w.startswith(STRESS_MODULE + ".threads_per_cpu=")]
     if per_cpu and rows:
-        want = str(int(per_cpu[0]) * MODE_CPUS[r.mode])
+        want = str(int(per_cpu[0]) * boot.mode_cpus(r.mode))
         if any(row.get("threads", want) != want for row in rows):
             out.append("%s threads asked, the rounds ran %s" % (want, ", ".join(
                 sorted({row["threads"] for row in rows if "threads" in row}))))

@@ -958,30 +958,41 @@ static void tc_init(struct tc_req *r, unsigned short type, int ifindex,
 		tc_attr(r, TCA_KIND, kind, strlen(kind) + 1);
 }
 
-static int tc_send(struct tc_req *r, const char *what)
+/*
+ * @r to rtnetlink, its first answer into @ans (@len bytes): the bytes
+ * received, or -1 (said why).
+ */
+static ssize_t tc_talk(struct tc_req *r, struct nlmsghdr *ans, size_t len,
+		       const char *what)
 {
 	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
-	union {
-		struct nlmsghdr nh;
-		char buf[1024];
-	} ack;
 	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	int err = -EPROTO;
 	ssize_t n = -1;
 
 	if (fd >= 0 && sendto(fd, r, r->nh.nlmsg_len, 0, (struct sockaddr *)&to,
 			      sizeof(to)) == (ssize_t)r->nh.nlmsg_len)
-		n = recv(fd, &ack, sizeof(ack), 0);
-	if (n < 0) {
+		n = recv(fd, ans, len, 0);
+	if (n < 0)
 		say("callers: %s: netlink: %s (%d)", what, strerror(errno), errno);
-		if (fd >= 0)
-			close(fd);
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+static int tc_send(struct tc_req *r, const char *what)
+{
+	union {
+		struct nlmsghdr nh;
+		char buf[1024];
+	} ack;
+	ssize_t n = tc_talk(r, &ack.nh, sizeof(ack), what);
+	int err = -EPROTO;
+
+	if (n < 0)
 		return 1;
-	}
 	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct nlmsgerr)) &&
 	    ack.nh.nlmsg_type == NLMSG_ERROR)
 		err = ((struct nlmsgerr *)NLMSG_DATA(&ack.nh))->error;
-	close(fd);
 	if (err) {
 		say("callers: %s: %s (%d)", what, strerror(-err), -err);
 		return 1;
@@ -1201,25 +1212,21 @@ static unsigned long long fq_gc_start;
 /* sch_fq's statistics (TCA_XSTATS) of dummy0's root qdisc. */
 static int fq_stats(struct tc_fq_qd_stats *st)
 {
-	struct sockaddr_nl to = { .nl_family = AF_NETLINK };
 	union {
 		struct nlmsghdr nh;
 		char buf[4096];
 	} ans;
 	struct rtattr *rta;
 	struct tc_req r;
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	ssize_t n = -1;
+	ssize_t n;
 	int len;
 
 	tc_init(&r, RTM_GETQDISC, qdisc_dev, TC_H_ROOT, 0, NULL);
 	/* The answer goes to the asking socket only with NLM_F_ECHO. */
 	r.nh.nlmsg_flags |= NLM_F_ECHO;
-	if (fd >= 0 && sendto(fd, &r, r.nh.nlmsg_len, 0, (struct sockaddr *)&to,
-			      sizeof(to)) == (ssize_t)r.nh.nlmsg_len)
-		n = recv(fd, &ans, sizeof(ans), 0);
-	if (fd >= 0)
-		close(fd);
+	n = tc_talk(&r, &ans.nh, sizeof(ans), "fq's statistics");
+	if (n < 0)
+		return 1;
 	if (n < (ssize_t)NLMSG_LENGTH(sizeof(struct tcmsg)) ||
 	    ans.nh.nlmsg_type != RTM_NEWQDISC) {
 		say("callers: fq's statistics: no answer (%zd bytes, type %d)", n,
