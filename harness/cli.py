@@ -453,6 +453,22 @@ def parser() -> argparse.ArgumentParser:
                        {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
                         + stress.EXTRA_RUNS})))
     record_opt(p)
+    p = verb("soak", "the soak: ./bulk stress --runs soak, 30 minutes a run",
+             "one run per allocator (SLUB, SLAB, SLOB on four CPUs, fault "
+             "injection), each booted again and again for --minutes of the "
+             "host's time, every round checked, each boot with its seed",
+             kept("stress", "stress.md and .json"),
+             "--minutes per allocator (default 30) times three, plus the "
+             "kernel builds")
+    p.add_argument("--minutes", type=float, default=30,
+                   help="minutes per allocator (default 30)")
+    p.add_argument("--seconds", type=positive, default=None,
+                   help="seconds per round (default 60; at most %d)"
+                   % stress.MAX_ROUND_SECONDS)
+    p.add_argument("--seed", type=int, default=None,
+                   help="one seed for every boot (default: a new one per "
+                   "boot, printed)")
+    record_opt(p)
     p = verb("net", "network runs, base vs series",
              "pktgen through virtio-net and UDP reassembly over loopback, a "
              "KASAN + lockdep run and a function profile",
@@ -728,6 +744,7 @@ CHECKS: dict[str, Callable[[argparse.Namespace], object]] = {
     "bench-prev": check_bench_prev,
     "callers": check_callers,
     "stress": stress.check_args,
+    "soak": stress.check_args,
     "move-base": movebase.check_args,
     "net": net.validate,
     "profile": profile.check_args,
@@ -874,6 +891,15 @@ def dispatch(args: argparse.Namespace) -> int:
         return stress.soak(args.runs, args.minutes, args.seconds,
                            "./bulk stress --runs %s --minutes %g%s%s" % (
                                args.runs, args.minutes,
+                               " --seconds %d" % args.seconds
+                               if args.seconds is not None else "",
+                               " --seed %d" % args.seed
+                               if args.seed is not None else ""),
+                           kbuild.build, args.record, args.seed)
+    elif args.cmd == "soak":
+        return stress.soak("soak", args.minutes, args.seconds,
+                           "./bulk soak --minutes %g%s%s" % (
+                               args.minutes,
                                " --seconds %d" % args.seconds
                                if args.seconds is not None else "",
                                " --seed %d" % args.seed

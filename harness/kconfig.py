@@ -39,9 +39,10 @@ CONFIG_SETS = {
     # has no debug options of its own) and without failslab (6.1's needs
     # SLAB or SLUB).
     # SLUB's and SLAB's with the checkers that see the paths the debug
-    # kernels' hooks bypass (checkers.config).
+    # kernels' hooks bypass (checkers.config); SLUB's with its event
+    # counters, for the stress runs' floors (events.config).
     "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab",
-                    "checkers"],
+                    "checkers", "events"],
     "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab",
                     "checkers"],
     "slob-debug": ["common", "slob", "slob-debug", "faults"],

@@ -108,9 +108,6 @@ KUNIT_RUNS = [
                        "slab_bulk_memcg_failure")),
     KunitRun("slob", "exact"),
     KunitRun("slob", "smp"),
-    # SLUB with its event counters (CONFIG_SLUB_STATS), which the
-    # benchmark's slub-stats runs read: the suite passes there too.
-    KunitRun("slub-stats", "exact"),
 ]
 
 

@@ -6,8 +6,13 @@ lines (one per cache and round) become the rows of stress.md (under
 build/results/stress/, or results/stress/ with --record).
 
 A run fails on a failed or missing KUnit case, a splat on the console
-(boot.py's check), an object lost, or fault injection that injected
-nothing when it was asked for.
+(boot.py's check), an object lost, fault injection that injected
+nothing when it was asked for, or a path that ran fewer times than the
+run's floor for it (StressRun.floors, per 15 guest seconds): the suite
+counts its bulk calls, what the arrays given to the bulk frees were made
+of (runs of one slab's objects, lone objects, KFENCE objects, objects of
+another node), SLUB's event counters where the kernel has them
+(configs/events.config) and the CPU hotplug cycles.
 
 Each boot draws a new seed for the threads' random choices (the module's
 seed parameter) unless one is given (./bulk stress --seed N): the seed is
@@ -37,6 +42,12 @@ MAX_ROUND_SECONDS = 240
 # Per cent of the threads' slab and page allocations that fail when
 # fault injection is on.
 FAULT_PERCENT = 2
+# Memory pressure: per cent of the threads' page allocations that fail,
+# failslab off.  A bulk allocation then fails where it needs a new slab,
+# mostly after it has taken objects from the CPU's and the partial
+# slabs: the error path that gives back what the call had taken (and its
+# memcg charge).  failslab fails a call at its entry instead.
+PRESSURE_PERCENT = 50
 # kunit_info() lines: "# <case>: stress round=N key=value ..."
 ROUND_RE = re.compile(r"# [\w.]+: stress round=(\d+) (.*)$")
 KV_RE = re.compile(r"(\w+)=(\S+)")
@@ -51,24 +62,42 @@ FAIL_KEYS = ("bulk_fails", "single_fails", "kmalloc_fails")
 # task-filter leaves them alone.
 OP_KEYS = ("bulk_allocs", "bulk_frees", "single_allocs", "kfree_bulks",
            "shrinks")
+# What the arrays given to the bulk frees were made of (summed over the
+# caches and kmalloc): runs of two or more neighbours from one slab
+# (SLUB's grouped free), objects alone among other slabs' (freed one by
+# one), KFENCE objects, objects of a slab on another node.
+SHAPE_KEYS = ("runs", "run_objs", "lone", "kfence", "other_node")
+# SLUB's events over the private caches (CONFIG_SLUB_STATS): frees to a
+# slab other than the CPU's, slabs given back, partial and new slabs taken.
+EVENT_KEYS = ("free_slowpath", "free_slab", "alloc_from_partial",
+              "alloc_slab", "cmpxchg_double_fail")
+HOTPLUG_KEYS = ("hotplug_cycles", "hotplug_refused")
 
 
 @dataclasses.dataclass(frozen=True)
 class StressRun:
     """One boot of the stress suite: config, QEMU mode (smp: 2 CPUs,
-    smp4: 4), extra command line, fault injection on or off."""
+    smp4: 4), extra command line, fault injection on or off, and the
+    floors: (count, least times per boot) pairs, see floor_problems().
+    @pressure: page allocations fail at PRESSURE_PERCENT and failslab
+    not at all, instead of both at FAULT_PERCENT."""
     config: str
     mode: str = "smp"
     append: str = ""
     faults: bool = True
+    floors: tuple[tuple[str, int], ...] = ()
+    pressure: bool = False
+
+    def injection(self) -> str:
+        return (" pressure" if self.pressure else
+                " faults" if self.faults else "")
 
     def name(self) -> str:
-        return "%s %s%s%s" % (self.config, self.mode,
-                              " faults" if self.faults else "",
+        return "%s %s%s%s" % (self.config, self.mode, self.injection(),
                               " " + self.append if self.append else "")
 
     def tag(self) -> str:
-        return "stress-%s%s%s" % (self.mode, "-faults" if self.faults else "",
+        return "stress-%s%s%s" % (self.mode, self.injection().replace(" ", "-"),
                                   "-" + re.sub(r"[^\w.-]+", "_", self.append)
                                   if self.append else "")
 
@@ -85,6 +114,42 @@ KFENCE_OFTEN = "kfence.sample_interval=1"
 # frees of objects from the other node's slabs.
 BUSY = ("preempt=full numa=fake=2 %s.threads_per_cpu=2"
         % STRESS_MODULE)
+# CPU hotplug: a CPU down and up again every 100 ms of the round.
+HOTPLUG = "%s.hotplug_ms=100" % STRESS_MODULE
+# The floors: the least count of each path per 15 guest seconds of a boot
+# (floor_problems() scales them to the boot's rounds).  Where SLUB groups
+# a bulk free (its kernels without KASAN), the suite's runs of one slab's
+# objects and lone objects freed in bulk, and remote frees, at least
+# 1000 each (the first runs counted 10 to 1000 times that), and SLUB's
+# events: frees to other slabs, slabs given back and new slabs taken, and
+# slabs taken from the partial lists but under slub_debug, whose caches
+# take them one object at a time (SLUB counts no event there).  SLAB's
+# and SLOB's bulk calls, which do not group by slab, and the KASAN
+# kernel's, where SLUB frees one object at a time: bulk allocations and
+# frees and remote frees, 1000 each, or 150 where the checks make the
+# calls slow (KASAN under TCG: 600 to 1000 bulk allocations in 15 s on
+# two CPUs; SLOB's one lock on four CPUs: about 1500).  KFENCE objects:
+# 770 to 1450 came in 15 s at one sample a millisecond on two CPUs, fewer
+# than 300 under slub_debug=FZ on four.  Each NUMA run frees objects of
+# the other node's slabs; each hotplug run takes CPUs down and up again
+# (26 and 52 cycles in the first runs).  The floors are a quarter or less
+# of what the runs counted, so that a host busy with other work, which
+# slows the guests, does not fail them.
+GROUPED = (("runs", 1000), ("lone", 1000), ("remote_frees", 1000))
+CALLS = (("bulk_allocs", 1000), ("bulk_frees", 1000), ("remote_frees", 1000))
+SLOW_CALLS = (("bulk_allocs", 150), ("bulk_frees", 150), ("remote_frees", 150))
+SLUB_DEBUG_EVENTS = (("free_slowpath", 1000), ("free_slab", 1000),
+                     ("alloc_slab", 1000))
+SLUB_EVENTS = SLUB_DEBUG_EVENTS + (("alloc_from_partial", 1000),)
+KFENCE_FLOOR = (("kfence", 200),)
+KFENCE_SLOW_FLOOR = (("kfence", 20),)
+NUMA_FLOOR = (("other_node", 1000),)
+HOTPLUG_FLOOR = (("hotplug_cycles", 5),)
+# Bulk allocations failed under memory pressure: in 15 s with half the
+# page allocations failing, 13374 of SLUB's 25223 and 2836 of SLAB's
+# 32124 (with a quarter failing, SLUB's were 701: a new slab fails only
+# when both of SLUB's tries, at its preferred and its least order, do).
+PRESSURE_FLOOR = (("bulk_fails", 1000),)
 # What ./bulk test runs, one short round each: every allocator on two CPUs
 # with fault injection, plain and with its debug options (SLOB has none but
 # lockdep), four CPUs on each allocator, init_on_free on SLUB and SLAB;
@@ -93,27 +158,43 @@ BUSY = ("preempt=full numa=fake=2 %s.threads_per_cpu=2"
 # KASAN still has SLUB free a bulk array one object at a time); and the
 # grouped free, which KASAN turns off, under the checkers of the faults
 # kernels (checkers.config): DEBUG_VM, DEBUG_LIST and KFENCE, and with
-# slub_debug=FZ the consistency checks of each run freed; and SLUB fully
-# preemptible with two threads per CPU on two NUMA nodes.
+# slub_debug=FZ the consistency checks of each run freed; SLUB fully
+# preemptible with two threads per CPU on two NUMA nodes; SLUB and SLAB
+# with CPUs going down and up, and under memory pressure.
 TEST_RUNS = [
-    StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
-    StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1"),
-    StressRun("slub-faults", "smp4", CGROUP + " slub_debug=FZ " + KFENCE_OFTEN),
-    StressRun("slub-faults", "smp4", CGROUP + " " + BUSY),
-    StressRun("slub-debug", "smp", CGROUP),
-    StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-"),
-    StressRun("slab-faults", "smp", CGROUP + " " + KFENCE_OFTEN),
-    StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1"),
-    StressRun("slab-debug", "smp", CGROUP),
-    StressRun("slob-debug", "smp"),
-    StressRun("slob-debug", "smp4"),
+    StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN,
+              floors=GROUPED + SLUB_EVENTS + KFENCE_FLOOR),
+    StressRun("slub-faults", "smp4", CGROUP + " init_on_free=1",
+              floors=GROUPED + SLUB_EVENTS),
+    StressRun("slub-faults", "smp4", CGROUP + " slub_debug=FZ " + KFENCE_OFTEN,
+              floors=GROUPED + SLUB_DEBUG_EVENTS + KFENCE_SLOW_FLOOR),
+    StressRun("slub-faults", "smp4", CGROUP + " " + BUSY,
+              floors=GROUPED + SLUB_EVENTS + NUMA_FLOOR),
+    StressRun("slub-faults", "smp4", CGROUP + " " + HOTPLUG,
+              floors=GROUPED + SLUB_EVENTS + HOTPLUG_FLOOR),
+    StressRun("slub-faults", "smp4", CGROUP, pressure=True,
+              floors=GROUPED + SLUB_EVENTS + PRESSURE_FLOOR),
+    StressRun("slub-debug", "smp", CGROUP, floors=SLOW_CALLS),
+    StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-",
+              floors=SLOW_CALLS),
+    StressRun("slab-faults", "smp", CGROUP + " " + KFENCE_OFTEN,
+              floors=CALLS + KFENCE_FLOOR),
+    StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1", floors=CALLS),
+    StressRun("slab-faults", "smp4", CGROUP + " " + HOTPLUG,
+              floors=CALLS + HOTPLUG_FLOOR),
+    StressRun("slab-faults", "smp4", CGROUP, pressure=True,
+              floors=CALLS + PRESSURE_FLOOR),
+    StressRun("slab-debug", "smp", CGROUP, floors=CALLS),
+    StressRun("slob-debug", "smp", floors=CALLS),
+    StressRun("slob-debug", "smp4", floors=SLOW_CALLS),
 ]
 TEST_SECONDS = 15
-# The soak (./bulk stress --minutes M): one run per allocator, four CPUs.
+# The soak (./bulk soak, or ./bulk stress --minutes M): one run per
+# allocator, four CPUs; the floors hold per boot.
 SOAK_RUNS = [
-    StressRun("slub-faults", "smp4", CGROUP),
-    StressRun("slab-faults", "smp4", CGROUP),
-    StressRun("slob-debug", "smp4"),
+    StressRun("slub-faults", "smp4", CGROUP, floors=GROUPED + SLUB_EVENTS),
+    StressRun("slab-faults", "smp4", CGROUP, floors=CALLS),
+    StressRun("slob-debug", "smp4", floors=SLOW_CALLS),
 ]
 
 
@@ -123,11 +204,12 @@ SOAK_RUNS = [
 # runs plain and with its debug options on two and on four CPUs (./bulk
 # stress --runs all, or by config name).
 EXTRA_RUNS = [
-    StressRun("slab-faults", "smp4", CGROUP + " " + BUSY),
-    StressRun("slub-debug", "smp4", CGROUP),
-    StressRun("slab-debug", "smp4", CGROUP),
-    StressRun("slob-faults", "smp"),
-    StressRun("slob-faults", "smp4", "init_on_free=1"),
+    StressRun("slab-faults", "smp4", CGROUP + " " + BUSY,
+              floors=CALLS + NUMA_FLOOR),
+    StressRun("slub-debug", "smp4", CGROUP, floors=SLOW_CALLS),
+    StressRun("slab-debug", "smp4", CGROUP, floors=CALLS),
+    StressRun("slob-faults", "smp", floors=CALLS),
+    StressRun("slob-faults", "smp4", "init_on_free=1", floors=CALLS),
 ]
 
 
@@ -160,7 +242,9 @@ def cmdline(r: StressRun, seconds: int, rounds: int, seed: int) -> str:
     parts = ["%s.seconds=%d" % (STRESS_MODULE, seconds),
              "%s.rounds=%d" % (STRESS_MODULE, rounds),
              "%s.seed=%d" % (STRESS_MODULE, seed)]
-    if r.faults:
+    if r.pressure:
+        parts.append(fault_append(PRESSURE_PERCENT, failslab=False))
+    elif r.faults:
         parts.append(fault_append(FAULT_PERCENT, has_failslab(r.config)))
     if r.append:
         parts.append(r.append)
@@ -200,9 +284,9 @@ def num(row: dict[str, str], key: str) -> int:
 def totals(rows: list[dict[str, str]]) -> dict[str, int]:
     """Sums over rounds and caches; lost is -1 when no cache had a count."""
     t = {k: sum(num(r, k) for r in rows)
-         for k in OP_KEYS + FAIL_KEYS + ("bulk_objs", "kmalloc_objs",
-                                         "remote_frees", "softirq_objs",
-                                         "softirq_fails")}
+         for k in OP_KEYS + FAIL_KEYS + SHAPE_KEYS + EVENT_KEYS + HOTPLUG_KEYS
+         + ("bulk_objs", "kmalloc_objs", "remote_frees", "softirq_objs",
+            "softirq_fails")}
     counted = [num(r, "lost") for r in rows if "lost" in r and num(r, "lost") >= 0]
     t["lost"] = sum(counted) if counted else -1
     t["injected"] = sum(t[k] for k in FAIL_KEYS)
@@ -233,6 +317,8 @@ class StressResult:
     boots: int = 1
     # Each boot's seed, in order.
     seeds: list[int] = dataclasses.field(default_factory=list)
+    # The run's floors, per boot (StressRun.floors).
+    floors: dict[str, int] = dataclasses.field(default_factory=dict)
 
     def replay(self) -> str:
         """The command that runs this config again with the last boot's
@@ -249,6 +335,30 @@ def check_built(r: StressRun, tree: str) -> None:
     if STRESS_MODULE not in boot.built_modules(out):
         raise StageError("stress", "%s: %s.ko not built: ./bulk build %s" % (
             r.config, STRESS_MODULE, r.config))
+
+
+def scaled_floor(least: int, guest_seconds: int) -> int:
+    """A floor of @least per TEST_SECONDS, for a boot whose rounds ran
+    @guest_seconds in all."""
+    return math.ceil(least * guest_seconds / TEST_SECONDS)
+
+
+def floor_problems(r: StressRun, t: dict[str, int], text: str,
+                   guest_seconds: int = TEST_SECONDS) -> list[str]:
+    """The paths that ran fewer times than @r's floors, scaled to the
+    boot's @guest_seconds, by the totals @t of one boot.  SLUB's events
+    need the kernel's counters: a floor on one fails a kernel that has
+    none (no events in the output at all)."""
+    out = []
+    for key, per in r.floors:
+        least = scaled_floor(per, guest_seconds)
+        if key in EVENT_KEYS and " %s=" % key not in text:
+            out.append("floor %s >= %d: the kernel prints no %s (no "
+                       "CONFIG_SLUB_STATS?)" % (key, least, key))
+        elif t.get(key, 0) < least:
+            out.append("%s ran %d times, below its floor of %d" % (
+                key, t.get(key, 0), least))
+    return out
 
 
 # What the kernel prints when a condition a run asks for took effect.
@@ -332,6 +442,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         problems.append("the run joins a memcg but no memcg charge was "
                         "checked (kmem accounting off?)")
     problems += condition_problems(r, text, rows)
+    if ok:
+        problems += floor_problems(r, t, part, seconds * rounds)
     if ok and r.config.startswith("slob") and not any(
             "slob_pages_before" in row for row in rows):
         problems.append("no count of SLOB's pages in the output")
@@ -339,7 +451,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        rounds, [res.log], not problems, problems, len(res.splats),
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
-                       round(time.time() - start), seeds=[seed])
+                       round(time.time() - start), seeds=[seed],
+                       floors=dict(r.floors))
     say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
                                      "; ".join(problems)))
     return out
@@ -358,7 +471,7 @@ def merge(parts: list[StressResult]) -> StressResult:
                         [x for p in parts for x in p.problems],
                         sum(p.splats for p in parts), cases, totals(rows), rows,
                         sum(p.wall_seconds for p in parts), len(parts),
-                        [s for p in parts for s in p.seeds])
+                        [s for p in parts for s in p.seeds], first.floors)
 
 
 def soak_run(r: StressRun, minutes: float, seconds: int,
@@ -377,12 +490,13 @@ def soak_run(r: StressRun, minutes: float, seconds: int,
 def summary(res: StressResult) -> str:
     t = res.totals
     return ("%d s, seed%s %s: %d bulk allocations (%d objects), %d remote "
-            "frees, %d kfree_bulk() calls, %d injected failures, lost %s" % (
+            "frees, %d kfree_bulk() calls, %d runs and %d lone objects freed "
+            "in bulk, %d injected failures, lost %s" % (
                 res.wall_seconds, "s" if len(res.seeds) > 1 else "",
                 ", ".join(str(x) for x in res.seeds), t["bulk_allocs"],
                 t["bulk_objs"], t["remote_frees"], t["kfree_bulks"],
-                t["injected"], t["lost"] if t["lost"] >= 0 else
-                "n/a (no count)"))
+                t.get("runs", 0), t.get("lone", 0), t["injected"],
+                t["lost"] if t["lost"] >= 0 else "n/a (no count)"))
 
 
 def render(results: list[StressResult], command: str) -> str:
@@ -397,7 +511,9 @@ def render(results: list[StressResult], command: str) -> str:
         "run joins one, debug flags) and the kmalloc caches. "
         "Faults: failslab and fail_page_alloc (SLOB: fail_page_alloc only, "
         "6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
-        "allocations. Injected: allocations that failed (bulk, single, "
+        "allocations; *pressure* runs: fail_page_alloc at %d%% of their page "
+        "allocations and failslab off, so that bulk allocations fail where "
+        "they need a new slab, mostly after taking objects. Injected: allocations that failed (bulk, single, "
         "kmalloc). Lost: objects left in use after each round, summed "
         "over the private caches and (SLUB, SLAB) the kmalloc caches; n/a "
         "where the kernel keeps no count. SLOB has no kmalloc caches: there "
@@ -405,7 +521,8 @@ def render(results: list[StressResult], command: str) -> str:
         "Splats: console lines that fail a boot. Seeds: each boot's seed of "
         "the threads' random choices (`./bulk stress --runs CONFIG --seed N` "
         "replays one; the threads' interleaving is the host's)."
-        % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT),
+        % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT,
+           PRESSURE_PERCENT),
         "",
         "| run | boots | seeds | guest time | host time | bulk allocs | "
         "objects | bulk frees | single | remote frees | softirq objects | "
@@ -425,10 +542,55 @@ def render(results: list[StressResult], command: str) -> str:
             " (replay: `%s`)" % r.replay()))
     lines += ["", "Guest time: rounds times their length (the guest's "
               "jiffies); host time: the boots' wall time, boot and checks "
-              "included.", "",
+              "included.", ""]
+    lines += paths_table(results)
+    lines += ["",
               "Logs: " + ", ".join("`%s`" % rel(log) for r in results
                                    for log in r.logs), ""]
     return "\n".join(lines)
+
+
+def floors_text(r: StressResult) -> str:
+    return ", ".join("%s %d" % kv for kv in r.floors.items()) or "-"
+
+
+def paths_table(results: list[StressResult]) -> list[str]:
+    """Which paths each run exercised, with the floors it had to reach."""
+    lines = [
+        "## The paths each run exercised",
+        "",
+        "Counted by the suite over the arrays its threads gave "
+        "`kmem_cache_free_bulk()` and `kfree_bulk()`, before each call: "
+        "*runs*, runs of two or more neighbours from one slab (SLUB without "
+        "KASAN links such a run and frees it at once; elsewhere the count "
+        "only says what the arrays held), with their objects; *lone*, "
+        "objects whose neighbours come from other slabs; "
+        "*KFENCE* objects; *other node*, objects of a slab on another node "
+        "than the freeing CPU's. Then SLUB's event counters for the private "
+        "caches (CONFIG_SLUB_STATS, slub-faults only; - elsewhere): frees "
+        "to a slab other than the CPU's (*slow frees*), slabs given back "
+        "(*slabs freed*), slabs taken from the partial lists (*partial*) "
+        "and new ones (*new slabs*), failed cmpxchg_double (*cmpxchg "
+        "fails*). *Hotplug*: CPUs taken down and brought back (refused "
+        "downs in brackets). A run fails when a count is below its floor "
+        "(per 15 guest seconds of a boot, harness/stress.py; the bulk "
+        "calls' floors are on the counts of the first table).",
+        "",
+        "| run | runs (objects) | lone | KFENCE | other node | slow frees | "
+        "slabs freed | partial | new slabs | cmpxchg fails | hotplug | "
+        "floors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        t = r.totals
+        events = any(k in row for row in r.rows for k in EVENT_KEYS)
+        ev = ["%d" % t[k] if events else "-" for k in EVENT_KEYS]
+        hp = ("%d (%d)" % (t["hotplug_cycles"], t["hotplug_refused"])
+              if any("hotplug_cycles" in row for row in r.rows) else "-")
+        lines.append("| %s | %d (%d) | %d | %d | %d | %s | %s | %s |" % (
+            r.run, t["runs"], t["run_objs"], t["lone"], t["kfence"],
+            t["other_node"], " | ".join(ev), hp, floors_text(r)))
+    return lines
 
 
 def results_name(names: str) -> str:
@@ -450,7 +612,7 @@ def write_results(results: list[StressResult], command: str,
 
 def check_args(args: argparse.Namespace) -> None:
     """./bulk stress's arguments, before anything runs."""
-    select(args.runs)
+    select(getattr(args, "runs", "soak"))
     if not math.isfinite(args.minutes) or args.minutes <= 0:
         raise StageError("stress", "--minutes %s: give a number of minutes "
                          "more than 0" % args.minutes)

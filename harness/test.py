@@ -41,7 +41,7 @@ GROUPS = {
     "build-each": "results/per-patch/build-each.json: ./bulk build-each --record built "
               "every patch of this series, all passed",
     "build": "the tip builds on slub-faults, slab-faults and slob, and on "
-             "the configs only KUnit runs boot (slub-stats)",
+             "any config that only a KUnit run boots",
     "debug": "the tip builds with the debug configs",
     "kunit": "the KUnit suites on every config and variant",
     "boot": "smoke boots in exact and smp mode",
@@ -62,9 +62,10 @@ TESTED = build_each.TREE_NAME
 # (debugfs, as the stress runs do, or a task's fail_nth, as the contract
 # suite's slab_bulk_fail_nth case does: it runs on these kernels and is
 # skipped without CONFIG_FAULT_INJECTION); and the checkers of
-# configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE), which see the
-# grouped bulk free that the debug kernels' KASAN turns off: their checks
-# cost every boot some time.  No test step boots the
+# configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE, DEBUG_PREEMPT),
+# which see the grouped bulk free that the debug kernels' KASAN turns off:
+# their checks cost every boot some time; and on slub-faults SLUB's event
+# counters (configs/events.config), which the stress runs' floors read.  No test step boots the
 # benchmark's own slub and slab configs; ./bulk build-each builds them at every
 # patch, ./bulk kunit-each boots slub.
 TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob"}

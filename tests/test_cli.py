@@ -23,7 +23,7 @@ from common import StageError
 ORDER = ["setup", "test", "bench", "report", "base", "tree", "export",
          "move-base",
          "config", "build", "boot", "kunit", "build-each", "kunit-each",
-         "bench-each", "bench-prev", "stress", "net", "profile"]
+         "bench-each", "bench-prev", "stress", "soak", "net", "profile"]
 
 
 def verbs() -> dict[str, argparse.ArgumentParser]:

@@ -96,6 +96,15 @@ class Arguments(unittest.TestCase):
         stress.check_args(argparse.Namespace(runs="soak", minutes=minutes,
                                              seconds=seconds, seed=seed))
 
+    def test_the_soak_command_takes_no_runs(self):
+        # ./bulk soak: the soak's runs, 30 minutes each unless told.
+        stress.check_args(argparse.Namespace(minutes=30, seconds=None, seed=None))
+        with self.assertRaisesRegex(StageError, "minutes"):
+            stress.check_args(argparse.Namespace(minutes=0, seconds=None, seed=None))
+        import cli
+        args = cli.parser().parse_args(["soak"])
+        self.assertEqual((args.cmd, args.minutes, args.record), ("soak", 30, False))
+
     def test_seed_must_fit(self):
         self.check(1, seed=0)
         self.check(1, seed=stress.SEED_MAX)
@@ -221,6 +230,97 @@ class Conditions(unittest.TestCase):
                                   seeds=[5, 12345])
         self.assertEqual(res.replay(), "./bulk stress --runs slub-faults "
                          "--seed 12345 --minutes 1 --seconds 15")
+
+
+class Floors(unittest.TestCase):
+    """A run whose paths ran fewer times than its floors fails."""
+
+    LINE = ("# slab_bulk_stress_round: stress round=1 cache=plain threads=4 "
+            "bulk_allocs=9 lost=0 runs=%d run_objs=5000 lone=1500 kfence=3 "
+            "other_node=0%s\n")
+    EVENTS = (" free_slowpath=2000 free_slab=1200 alloc_from_partial=1100 "
+              "alloc_slab=1300 cmpxchg_double_fail=4")
+
+    def problems(self, r, text):
+        return stress.floor_problems(r, stress.totals(stress.parse_rounds(text)), text)
+
+    def test_counts_at_or_above_the_floors_pass(self):
+        r = stress.StressRun("slub-faults", "smp4", floors=stress.GROUPED[:2] + stress.SLUB_EVENTS)
+        self.assertEqual(self.problems(r, self.LINE % (1000, self.EVENTS)), [])
+
+    def test_a_count_below_its_floor_is_named(self):
+        r = stress.StressRun("slub-faults", "smp4", floors=stress.GROUPED[:2])
+        got = self.problems(r, self.LINE % (999, ""))
+        self.assertEqual(got, ["runs ran 999 times, below its floor of 1000"])
+
+    def test_a_floor_on_an_event_needs_the_counters(self):
+        r = stress.StressRun("slab-faults", "smp4", floors=(("free_slab", 1),))
+        got = self.problems(r, self.LINE % (1000, ""))
+        self.assertEqual(len(got), 1)
+        self.assertIn("no CONFIG_SLUB_STATS", got[0])
+
+    def test_the_kmalloc_line_adds_to_the_paths(self):
+        text = (self.LINE % (600, "") +
+                "# slab_bulk_stress_round: stress round=1 cache=kmalloc threads=4 "
+                "kfree_bulks=5 lost=0 runs=400 run_objs=900 lone=7 kfence=0 other_node=2\n")
+        t = stress.totals(stress.parse_rounds(text))
+        self.assertEqual((t["runs"], t["lone"], t["other_node"]), (1000, 1507, 2))
+
+    def test_hotplug_cycles_have_a_floor(self):
+        r = stress.StressRun("slub-faults", "smp4", stress.HOTPLUG, floors=(("hotplug_cycles", 5),))
+        text = "# slab_bulk_stress_round: stress round=1 hotplug_cycles=3 hotplug_refused=1\n"
+        self.assertEqual(self.problems(r, text), ["hotplug_cycles ran 3 times, below its floor of 5"])
+        self.assertEqual(self.problems(r, text.replace("=3 ", "=5 ")), [])
+
+    def test_pressure_fails_pages_alone_at_its_rate(self):
+        r = stress.StressRun("slub-faults", "smp4", stress.CGROUP, pressure=True,
+                             floors=stress.PRESSURE_FLOOR)
+        line = stress.cmdline(r, 15, 1, 7)
+        self.assertIn("fail_page_alloc/probability:%d" % stress.PRESSURE_PERCENT, line)
+        self.assertNotIn("failslab", line)
+        self.assertIn("pressure", r.name())
+        self.assertNotEqual(r.tag(), stress.StressRun("slub-faults", "smp4", stress.CGROUP).tag())
+        for c in ("slub-faults", "slab-faults"):
+            self.assertTrue(any(x.pressure and x.config == c for x in stress.TEST_RUNS), c)
+
+    def test_every_run_has_floors_on_its_paths(self):
+        for r in stress.select("all"):
+            with self.subTest(run=r.name()):
+                keys = dict(r.floors)
+                if r.config == "slub-faults":
+                    # SLUB groups its bulk frees here (no KASAN).
+                    self.assertEqual((keys.get("runs"), keys.get("lone")), (1000, 1000))
+                    self.assertEqual(keys.get("free_slab"), 1000)
+                    if "slub_debug" not in r.append:
+                        self.assertEqual(keys.get("alloc_from_partial"), 1000)
+                else:
+                    self.assertNotIn("runs", keys)
+                    self.assertGreaterEqual(keys.get("bulk_allocs", 0), 150)
+                    self.assertGreaterEqual(keys.get("bulk_frees", 0), 150)
+                self.assertGreaterEqual(keys.get("remote_frees", 0), 150)
+                if stress.HOTPLUG in r.append:
+                    self.assertIn("hotplug_cycles", keys)
+                if "numa=fake" in r.append:
+                    self.assertIn("other_node", keys)
+
+    def test_floors_scale_with_the_guest_time(self):
+        r = stress.StressRun("slub-faults", "smp4", floors=(("runs", 1000),))
+        text = self.LINE % (1500, "")
+        self.assertEqual(stress.floor_problems(r, stress.totals(stress.parse_rounds(text)), text, 15), [])
+        self.assertEqual(stress.floor_problems(r, stress.totals(stress.parse_rounds(text)), text, 30),
+                         ["runs ran 1500 times, below its floor of 2000"])
+        # A 6-second round needs 400.
+        self.assertEqual(stress.scaled_floor(1000, 6), 400)
+        self.assertEqual(stress.scaled_floor(10, 1), 1)
+
+    def test_the_paths_table_shows_counts_and_floors(self):
+        rows = stress.parse_rounds(self.LINE % (1200, self.EVENTS))
+        res = stress.StressResult("slub-faults smp4", "slub-faults", "smp4", True, "", 15, 1,
+                                  ["/a.log"], True, [], 0, {}, stress.totals(rows), rows, 30,
+                                  seeds=[1], floors={"runs": 1000})
+        md = "\n".join(stress.paths_table([res]))
+        self.assertIn("| slub-faults smp4 | 1200 (5000) | 1500 | 3 | 0 | 2000 | 1200 | 1100 | "
+                      "1300 | 4 | - | runs 1000 |", md)
 
 
 if __name__ == "__main__":
