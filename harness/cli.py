@@ -179,6 +179,21 @@ def parser() -> argparse.ArgumentParser:
 
     config_name = names(list(kconfig.CONFIG_SETS), "config")
 
+    def soak_opts(p: argparse.ArgumentParser, minutes: float,
+                  per: str) -> None:
+        """--minutes, --seconds and --seed of ./bulk stress and soak."""
+        p.add_argument("--minutes", type=float, default=minutes,
+                       help="minutes per %s (default %g)" % (per, minutes))
+        p.add_argument("--seconds", type=positive, default=None,
+                       help="seconds per round, each checked on its own "
+                       "(default 60, or the whole time when shorter; at most "
+                       "%d)" % stress.MAX_ROUND_SECONDS)
+        p.add_argument("--seed", type=int, default=None,
+                       help="the seed of the stress threads' random choices "
+                       "for every boot (default: a new one per boot, "
+                       "printed; a failed run prints the command that "
+                       "replays it)")
+
     def tree_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--tree", default="linux", choices=list(kconfig.TREES),
                        help="source tree: linux (the series), linux-base "
@@ -434,16 +449,7 @@ def parser() -> argparse.ArgumentParser:
              kept("stress", "stress.md and .json"),
              "--minutes per run (default 10) times the runs, plus the "
              "kernel builds")
-    p.add_argument("--minutes", type=float, default=10,
-                   help="minutes per run (default 10)")
-    p.add_argument("--seconds", type=positive, default=None,
-                   help="seconds per round, each checked on its own (default "
-                   "60, or the whole time when shorter; at most %d)"
-                   % stress.MAX_ROUND_SECONDS)
-    p.add_argument("--seed", type=int, default=None,
-                   help="the seed of the stress threads' random choices for "
-                   "every boot (default: a new one per boot, printed; a "
-                   "failed run prints the command that replays it)")
+    soak_opts(p, 10, "run")
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
                    "fault injection), test (the test command's runs), all "
@@ -460,14 +466,7 @@ def parser() -> argparse.ArgumentParser:
              kept("stress", "stress.md and .json"),
              "--minutes per allocator (default 30) times three, plus the "
              "kernel builds")
-    p.add_argument("--minutes", type=float, default=30,
-                   help="minutes per allocator (default 30)")
-    p.add_argument("--seconds", type=positive, default=None,
-                   help="seconds per round (default 60; at most %d)"
-                   % stress.MAX_ROUND_SECONDS)
-    p.add_argument("--seed", type=int, default=None,
-                   help="one seed for every boot (default: a new one per "
-                   "boot, printed)")
+    soak_opts(p, 30, "allocator")
     record_opt(p)
     p = verb("net", "network runs, base vs series",
              "pktgen through virtio-net and UDP reassembly over loopback, a "
@@ -887,19 +886,12 @@ def dispatch(args: argparse.Namespace) -> int:
         return 1 if kunit_each.each_patch(args.first, args.last, args.record) else 0
     elif args.cmd == "test":
         return test.main(args.only, getattr(args, "summary", None))
-    elif args.cmd == "stress":
-        return stress.soak(args.runs, args.minutes, args.seconds,
-                           "./bulk stress --runs %s --minutes %g%s%s" % (
-                               args.runs, args.minutes,
-                               " --seconds %d" % args.seconds
-                               if args.seconds is not None else "",
-                               " --seed %d" % args.seed
-                               if args.seed is not None else ""),
-                           kbuild.build, args.record, args.seed)
-    elif args.cmd == "soak":
-        return stress.soak("soak", args.minutes, args.seconds,
-                           "./bulk soak --minutes %g%s%s" % (
-                               args.minutes,
+    elif args.cmd in ("stress", "soak"):
+        runs = getattr(args, "runs", "soak")
+        return stress.soak(runs, args.minutes, args.seconds,
+                           "./bulk %s%s --minutes %g%s%s" % (
+                               args.cmd, " --runs %s" % runs
+                               if args.cmd == "stress" else "", args.minutes,
                                " --seconds %d" % args.seconds
                                if args.seconds is not None else "",
                                " --seed %d" % args.seed
