@@ -344,14 +344,16 @@ def scaled_floor(least: int, guest_seconds: int) -> int:
 
 
 def floor_problems(r: StressRun, t: dict[str, int], text: str,
-                   guest_seconds: int = TEST_SECONDS) -> list[str]:
+                   guest_seconds: int = TEST_SECONDS,
+                   full: bool = True) -> list[str]:
     """The paths that ran fewer times than @r's floors, scaled to the
-    boot's @guest_seconds, by the totals @t of one boot.  SLUB's events
-    need the kernel's counters: a floor on one fails a kernel that has
-    none (no events in the output at all)."""
+    boot's @guest_seconds, by the totals @t of one boot; with @full
+    False, fewer than once.  SLUB's events need the kernel's counters: a
+    floor on one fails a kernel that has none (no events in the output
+    at all)."""
     out = []
     for key, per in r.floors:
-        least = scaled_floor(per, guest_seconds)
+        least = scaled_floor(per, guest_seconds) if full else 1
         if key in EVENT_KEYS and " %s=" % key not in text:
             out.append("floor %s >= %d: the kernel prints no %s (no "
                        "CONFIG_SLUB_STATS?)" % (key, least, key))
@@ -385,9 +387,14 @@ def condition_problems(r: StressRun, text: str,
 
 def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         rounds: int = 1, tag: str | None = None,
-        seed: int | None = None) -> StressResult:
+        seed: int | None = None, full_floors: bool = True) -> StressResult:
     """Boot r's kernel with the stress suite for rounds of seconds each,
-    its threads seeded with @seed (a new one when None)."""
+    its threads seeded with @seed (a new one when None).  @full_floors
+    False (the test command): each path of the run's floors must have run
+    at least once.  The full floors count how much the guests got done,
+    which a busy host cuts many times over (a 4-CPU guest beside another
+    one on 2 host CPUs: 15 times fewer bulk calls), so they are checked
+    where the figures are recorded: ./bulk stress and ./bulk soak."""
     if not 1 <= seconds <= MAX_ROUND_SECONDS:
         raise StageError("stress", "seconds per round must be 1 to %d, not %d"
                          % (MAX_ROUND_SECONDS, seconds))
@@ -443,7 +450,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                         "checked (kmem accounting off?)")
     problems += condition_problems(r, text, rows)
     if ok:
-        problems += floor_problems(r, t, part, seconds * rounds)
+        problems += floor_problems(r, t, part, seconds * rounds, full_floors)
     if ok and r.config.startswith("slob") and not any(
             "slob_pages_before" in row for row in rows):
         problems.append("no count of SLOB's pages in the output")

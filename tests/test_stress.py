@@ -303,6 +303,14 @@ class Floors(unittest.TestCase):
                 if "numa=fake" in r.append:
                     self.assertIn("other_node", keys)
 
+    def test_the_test_command_only_asks_that_each_path_ran(self):
+        r = stress.StressRun("slub-faults", "smp4", floors=(("runs", 1000), ("kfence", 200)))
+        text = (self.LINE % (5, "")).replace("kfence=3", "kfence=0")
+        t = stress.totals(stress.parse_rounds(text))
+        self.assertEqual(stress.floor_problems(r, t, text, 15, full=False),
+                         ["kfence ran 0 times, below its floor of 1"])
+        self.assertEqual(len(stress.floor_problems(r, t, text, 15)), 2)
+
     def test_floors_scale_with_the_guest_time(self):
         r = stress.StressRun("slub-faults", "smp4", floors=(("runs", 1000),))
         text = self.LINE % (1500, "")
