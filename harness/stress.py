@@ -64,8 +64,8 @@ OP_KEYS = ("bulk_allocs", "bulk_frees", "single_allocs", "kfree_bulks",
            "shrinks")
 # What the arrays given to the bulk frees were made of (summed over the
 # caches and kmalloc): runs of two or more neighbours from one slab
-# (SLUB's grouped free), objects alone among other slabs' (freed one by
-# one), KFENCE objects, objects of a slab on another node.
+# (SLUB's grouped free, where KASAN is off), objects alone among other
+# slabs', KFENCE objects, objects of a slab on another node.
 SHAPE_KEYS = ("runs", "run_objs", "lone", "kfence", "other_node")
 # SLUB's events over the private caches (CONFIG_SLUB_STATS): frees to a
 # slab other than the CPU's, slabs given back, partial and new slabs taken.
@@ -573,7 +573,7 @@ def paths_table(results: list[StressResult]) -> list[str]:
         "only says what the arrays held), with their objects; *lone*, "
         "objects whose neighbours come from other slabs; "
         "*KFENCE* objects; *other node*, objects of a slab on another node "
-        "than the freeing CPU's. Then SLUB's event counters for the private "
+        "than that of the CPU the thread counted on. Then SLUB's event counters for the private "
         "caches (CONFIG_SLUB_STATS, slub-faults only; - elsewhere): frees "
         "to a slab other than the CPU's (*slow frees*), slabs given back "
         "(*slabs freed*), slabs taken from the partial lists (*partial*) "
