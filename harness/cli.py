@@ -467,6 +467,10 @@ def parser() -> argparse.ArgumentParser:
              "--minutes per allocator (default 30) times three, plus the "
              "kernel builds")
     soak_opts(p, 30, "allocator")
+    p.add_argument("--alloc", default=",".join(registry.ALLOCATORS),
+                   type=names(list(registry.ALLOCATORS), "allocator", True),
+                   help="comma list of the allocators to soak (default all: "
+                   "stress.md; fewer write soak-<allocators>.md)")
     record_opt(p)
     p = verb("net", "network runs, base vs series",
              "pktgen through virtio-net and UDP reassembly over loopback, a "
@@ -888,15 +892,20 @@ def dispatch(args: argparse.Namespace) -> int:
         return test.main(args.only, getattr(args, "summary", None))
     elif args.cmd in ("stress", "soak"):
         runs = getattr(args, "runs", "soak")
+        allocs = getattr(args, "alloc", "")
+        if set(allocs.split(",")) == set(registry.ALLOCATORS):
+            allocs = ""
         return stress.soak(runs, args.minutes, args.seconds,
                            "./bulk %s%s --minutes %g%s%s" % (
                                args.cmd, " --runs %s" % runs
-                               if args.cmd == "stress" else "", args.minutes,
+                               if args.cmd == "stress" else
+                               " --alloc %s" % allocs if allocs else "",
+                               args.minutes,
                                " --seconds %d" % args.seconds
                                if args.seconds is not None else "",
                                " --seed %d" % args.seed
                                if args.seed is not None else ""),
-                           kbuild.build, args.record, args.seed)
+                           kbuild.build, args.record, args.seed, allocs)
     elif args.cmd == "bench":
         rc = bench.main(args)
         if rc == 0 and args.costs:

@@ -600,11 +600,12 @@ def paths_table(results: list[StressResult]) -> list[str]:
     return lines
 
 
-def results_name(names: str) -> str:
-    """<name>.md: stress for the soak, stress-<runs> for others,
-    so that a short run of some configs does not replace the soak's."""
+def results_name(names: str, allocs: str = "") -> str:
+    """<name>.md: stress for the soak, soak-<allocators> for the soak of
+    some allocators, stress-<runs> for others, so that a short run of some
+    configs or allocators does not replace the whole soak's."""
     if names in ("", "soak"):
-        return "stress"
+        return "soak-" + allocs.replace(",", "-") if allocs else "stress"
     return "stress-" + re.sub(r"[^\w.-]+", "_", names)
 
 
@@ -619,7 +620,9 @@ def write_results(results: list[StressResult], command: str,
 
 def check_args(args: argparse.Namespace) -> None:
     """./bulk stress's arguments, before anything runs."""
-    select(getattr(args, "runs", "soak"))
+    if not select(getattr(args, "runs", "soak"), getattr(args, "alloc", "")):
+        raise StageError("stress", "--alloc %s: give one or more of slub, "
+                         "slab, slob" % args.alloc)
     if not math.isfinite(args.minutes) or args.minutes <= 0:
         raise StageError("stress", "--minutes %s: give a number of minutes "
                          "more than 0" % args.minutes)
@@ -631,11 +634,13 @@ def check_args(args: argparse.Namespace) -> None:
         raise StageError("stress", "--seed %d: give 0 to %d" % (seed, SEED_MAX))
 
 
-def select(names: str) -> list[StressRun]:
-    """--runs: 'soak' (default), 'test', 'all', or config names."""
+def select(names: str, allocs: str = "") -> list[StressRun]:
+    """--runs: 'soak' (default), 'test', 'all', or config names; allocs
+    (./bulk soak --alloc): the soak's runs of these allocators alone."""
     every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS))
     if names in ("", "soak"):
-        return SOAK_RUNS
+        return [r for r in SOAK_RUNS
+                if not allocs or r.config.split("-")[0] in allocs.split(",")]
     if names == "test":
         return TEST_RUNS
     if names == "all":
@@ -657,11 +662,12 @@ SOAK_ROUNDS = 5
 
 def soak(names: str, minutes: float, seconds: int | None, command: str,
          build_fn: Callable[[str], object], record: bool = False,
-         seed: int | None = None) -> int:
+         seed: int | None = None, allocs: str = "") -> int:
     """./bulk stress: build, run each run for minutes of host time and
     write stress.md (results/stress/ when record); 1 if any run failed.
-    The arguments are check_args()'s."""
-    runs = select(names)
+    The arguments are check_args()'s; allocs: ./bulk soak --alloc, when
+    it names fewer than all three."""
+    runs = select(names, allocs)
     per_round = SOAK_SECONDS if seconds is None else seconds
     # Short soaks: one round, as long as asked in guest seconds.
     rounds = SOAK_ROUNDS if minutes * 60 >= per_round * SOAK_ROUNDS else 1
@@ -673,7 +679,8 @@ def soak(names: str, minutes: float, seconds: int | None, command: str,
     for run_ in runs:
         results.append(soak_run(run_, minutes, per_round, rounds, seed))
         # After each run: an interrupted soak keeps what it finished.
-        md = write_results(results, command, results_name(names), record)
+        md = write_results(results, command, results_name(names, allocs),
+                           record)
     say("stress: %s, in %s" % (rel(md), records.where(record)))
     for res in results:
         print("%-4s %s: %s" % ("PASS" if res.ok else "FAIL", res.run,

@@ -105,6 +105,23 @@ class Arguments(unittest.TestCase):
         args = cli.parser().parse_args(["soak"])
         self.assertEqual((args.cmd, args.minutes, args.record), ("soak", 30, False))
 
+    def test_the_soak_of_some_allocators(self):
+        # ./bulk soak --alloc slab,slob: their soak runs, in a record of
+        # their own, so that SLUB's in stress.md stays.
+        runs = stress.select("soak", "slab,slob")
+        self.assertEqual([r.config for r in runs], ["slab-faults", "slob-debug"])
+        self.assertEqual(stress.select("soak", ""), stress.SOAK_RUNS)
+        self.assertEqual(stress.results_name("soak", "slab,slob"), "soak-slab-slob")
+        self.assertEqual(stress.results_name("soak", ""), "stress")
+        with self.assertRaisesRegex(StageError, "--alloc ,"):
+            stress.check_args(argparse.Namespace(minutes=30, seconds=None,
+                                                 seed=None, alloc=","))
+        import cli
+        args = cli.parser().parse_args(["soak", "--alloc", "slob"])
+        self.assertEqual(args.alloc, "slob")
+        with self.assertRaises(SystemExit):
+            cli.parser().parse_args(["soak", "--alloc", "slub,slom"])
+
     def test_seed_must_fit(self):
         self.check(1, seed=0)
         self.check(1, seed=stress.SEED_MAX)
