@@ -10,8 +10,9 @@ every patch.
 import dataclasses
 import json
 import os
+import re
 import subprocess
-from typing import Any
+from typing import Any, Callable
 
 import boot
 import kconfig
@@ -109,6 +110,155 @@ KUNIT_RUNS = [
     KunitRun("slob", "exact"),
     KunitRun("slob", "smp"),
 ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Traits:
+    """What a KUnit boot has that decides which cases can run: the
+    allocator, its kernel's .config (symbol -> value) and the run's
+    QEMU mode and kernel command line."""
+    alloc: str
+    options: dict[str, str]
+    mode: str
+    append: str
+
+    def on(self, symbol: str) -> bool:
+        return self.options.get(symbol) in ("y", "m")
+
+    def booted(self, word: str) -> bool:
+        return word in self.append.split()
+
+    def kfence(self) -> bool:
+        """KFENCE samples objects in this boot."""
+        return self.on("KFENCE") and not self.booted(KFENCE_OFF)
+
+    def slub_debug(self) -> bool:
+        """SLUB's debug flags are on for every cache (SLUB_DEBUG_ON, or
+        slub_debug= with flags on the command line)."""
+        words = [w for w in self.append.split() if w.startswith("slub_debug=")]
+        if words:
+            return words[-1] != "slub_debug=-"
+        return self.alloc == "slub" and self.on("SLUB_DEBUG_ON")
+
+    def slub_checks(self) -> bool:
+        """SLUB with SLUB_DEBUG: per-cache counts and debug caches."""
+        return self.alloc == "slub" and self.on("SLUB_DEBUG")
+
+
+# Each reason for which a suite may skip a case, with when the reason
+# holds.  A case that skips for a reason not listed here, or for one that
+# does not hold in its run (a kernel that has the option, a boot that has
+# the parameter), fails the run: in each run, every case runs that can.
+SKIP_REASONS: dict[str, Callable[[Traits], bool]] = {
+    "SLOB has no per-cache slabs to fill": lambda t: t.alloc == "slob",
+    "SLOB only zeroes sub-page objects on __GFP_ZERO":
+        lambda t: t.alloc == "slob",
+    "SLOB keeps free-block headers inside freed objects":
+        lambda t: t.alloc == "slob",
+    "SLOB cannot kfree() kmem_cache objects": lambda t: t.alloc == "slob",
+    "SLAB serves every kmalloc size from a slab cache":
+        lambda t: t.alloc == "slab",
+    "CONFIG_SLAB_FREELIST_RANDOM is off":
+        lambda t: not t.on("SLAB_FREELIST_RANDOM"),
+    # Red zones and tracking make the objects of debug caches larger.
+    "fewer than 8 objects per slab": lambda t: t.slub_debug(),
+    "fewer than 12 objects per slab": lambda t: t.slub_debug(),
+    "init_on_alloc is off (boot with init_on_alloc=1)":
+        lambda t: not t.booted("init_on_alloc=1")
+        and not t.on("INIT_ON_ALLOC_DEFAULT_ON"),
+    "init_on_free is off (boot with init_on_free=1)":
+        lambda t: not t.booted("init_on_free=1")
+        and not t.on("INIT_ON_FREE_DEFAULT_ON"),
+    "poisoned cache (slab debugging) opts out of init_on_alloc":
+        lambda t: t.slub_debug() or t.on("DEBUG_SLAB"),
+    "poisoned cache (slab debugging) opts out of init_on_free":
+        lambda t: t.slub_debug() or t.on("DEBUG_SLAB"),
+    "needs ZONE_DMA with a known size (MAX_DMA_PFN) to force a failure":
+        lambda t: not t.on("ZONE_DMA"),
+    "needs fault injection (CONFIG_FAULT_INJECTION)":
+        lambda t: not t.on("FAULT_INJECTION"),
+    "needs CONFIG_KFENCE": lambda t: not t.on("KFENCE"),
+    "KFENCE sampled nothing in 10 s (kfence.sample_interval=0?)":
+        lambda t: t.booted(KFENCE_OFF),
+    # Where KFENCE samples, a sample can take the object a case needs.
+    "no object alone in its slab (KFENCE?)": lambda t: t.kfence(),
+    "KFENCE object is not checked by SLUB": lambda t: t.kfence(),
+    "only KFENCE objects in the second half": lambda t: t.kfence(),
+    "KFENCE object: KFENCE checks its frees itself": lambda t: t.kfence(),
+    "no per-cache object count (SLOB, or SLUB without SLUB_DEBUG)":
+        lambda t: t.alloc == "slob" or t.alloc == "slub" and not t.slub_checks(),
+    "nothing to check without the count":
+        lambda t: t.alloc == "slob" or t.alloc == "slub" and not t.slub_checks(),
+    "needs at least two online CPUs": lambda t: t.mode == "exact",
+    "red zone checks need SLUB with CONFIG_SLUB_DEBUG":
+        lambda t: not t.slub_checks(),
+    "double free detection needs SLUB consistency checks (CONFIG_SLUB_DEBUG)":
+        lambda t: not t.slub_checks(),
+    "KASAN quarantines the object before SLUB checks it":
+        lambda t: t.on("KASAN"),
+    "needs SLAB with CONFIG_DEBUG_SLAB and printk (SLUB: debug_redzone)":
+        lambda t: t.alloc != "slab" or not t.on("DEBUG_SLAB"),
+    "suite loaded from the root memcg":
+        lambda t: not any(w.startswith("harness.cgroup=")
+                          for w in t.append.split()),
+    "kmem accounting is off (cgroup.memory=nokmem?)":
+        lambda t: t.booted("cgroup.memory=nokmem") or not t.on("MEMCG_KMEM"),
+    "needs memcg kmem accounting and ZONE_DMA with a known size":
+        lambda t: not t.on("MEMCG_KMEM") or not t.on("ZONE_DMA"),
+    "needs generic KASAN (CONFIG_KASAN_GENERIC)":
+        lambda t: not t.on("KASAN_GENERIC"),
+    "needs generic KASAN and tracepoints":
+        lambda t: not t.on("KASAN_GENERIC") or not t.on("TRACEPOINTS"),
+    "no AF_UNIX socket: -97": lambda t: not t.on("UNIX"),
+    "no page_pool here (CONFIG_PAGE_POOL)": lambda t: not t.on("PAGE_POOL"),
+    "no tracepoints": lambda t: not t.on("TRACEPOINTS"),
+    "no symbols to name the location": lambda t: not t.on("KALLSYMS"),
+}
+# A KTAP result line with a SKIP directive, after any console prefix.
+SKIP_LINE = re.compile(r"(?:^|\s)ok \d+ (?:- )?(\w+) # SKIP ?(.*?)\s*$")
+
+
+def skip_reasons(text: str) -> dict[str, str]:
+    """Each skipped case's reason in a suite's KTAP text (kunit.py's JSON
+    keeps only the status)."""
+    out = {}
+    for line in text.splitlines():
+        m = SKIP_LINE.search(line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def skip_problems(mod: str, reasons: dict[str, str], t: Traits) -> list[str]:
+    """The skips in reasons that this run does not excuse."""
+    out = []
+    for case, why in sorted(reasons.items()):
+        holds = SKIP_REASONS.get(why)
+        if holds is None:
+            out.append("%s: %s skipped (\"%s\"), a reason no run may skip "
+                       "for (kunit.SKIP_REASONS)" % (mod, case, why))
+        elif not holds(t):
+            out.append("%s: %s skipped (\"%s\"), which does not hold in "
+                       "this run" % (mod, case, why))
+    return out
+
+
+def built_options(path: str) -> dict[str, str]:
+    """A .config's symbols (without CONFIG_) and values."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("CONFIG_") and "=" in line:
+                k, _, v = line.strip().partition("=")
+                out[k[len("CONFIG_"):]] = v
+    return out
+
+
+def traits(r: KunitRun, tree: str) -> Traits:
+    """r's Traits, from its built kernel's .config."""
+    alloc = r.config.split("-")[0]
+    cfg = os.path.join(kconfig.tree(tree).out_dir(r.config), ".config")
+    return Traits(alloc, built_options(cfg), r.mode, r.append)
 
 
 @dataclasses.dataclass
@@ -284,8 +434,8 @@ def run(r: KunitRun, tree: str = "linux") -> KunitResult:
     kunit_py = os.path.join(kconfig.tree(tree).src, "tools", "testing",
                             "kunit", "kunit.py")
     out = KunitResult(not res.problems, res.log, list(res.problems), {})
-    has_kfence = kconfig.requested(r.config, kconfig.tree(tree).src).get(
-        "KFENCE") == "y"
+    run_traits = traits(r, tree)
+    has_kfence = run_traits.on("KFENCE")
     for problem in kfence_switch_problems(text, mods, has_kfence):
         out.ok = False
         out.problems.append(problem)
@@ -293,6 +443,9 @@ def run(r: KunitRun, tree: str = "linux") -> KunitResult:
         ok, counts = parse(kunit_py, part, "%s-%s-%s-%s" % (
             tree, r.config, tag, mod))
         out.suites[mod] = counts
+        for problem in skip_problems(mod, skip_reasons(part), run_traits):
+            out.ok = False
+            out.problems.append(problem)
         if not ok:
             out.ok = False
             out.problems.append("%s: %s" % (mod, "failed: " + ", ".join(

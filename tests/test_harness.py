@@ -477,6 +477,54 @@ class KunitStage(unittest.TestCase):
         self.assertEqual(kunit.listed_run("slub-stats", "smp", "").must_run,
                          ())
 
+    def test_a_skip_fails_unless_its_reason_holds_in_the_run(self):
+        text = ("[    0.29]     ok 14 slab_bulk_init_on_alloc # SKIP init_on_alloc "
+                "is off (boot with init_on_alloc=1)\r\n"
+                "[    0.64]     ok 36 slab_bulk_cross_cpu # SKIP needs at least "
+                "two online CPUs\n"
+                "    ok 37 slab_bulk_plain\n"
+                "    ok 38 slab_bulk_new # SKIP a reason nobody listed\n")
+        reasons = kunit.skip_reasons(text)
+        self.assertEqual(sorted(reasons), ["slab_bulk_cross_cpu",
+                                           "slab_bulk_init_on_alloc",
+                                           "slab_bulk_new"])
+        self.assertEqual(reasons["slab_bulk_cross_cpu"],
+                         "needs at least two online CPUs")
+        del reasons["slab_bulk_new"]
+        plain = kunit.Traits("slub", {"SLUB_DEBUG": "y"}, "exact", "")
+        self.assertEqual(kunit.skip_problems("m", reasons, plain), [])
+        # The boot asked for what the case says is missing.
+        smp = kunit.Traits("slub", {}, "smp", "init_on_alloc=1")
+        self.assertEqual(kunit.skip_problems("m", reasons, smp), [
+            'm: slab_bulk_cross_cpu skipped ("needs at least two online '
+            'CPUs"), which does not hold in this run',
+            'm: slab_bulk_init_on_alloc skipped ("init_on_alloc is off (boot '
+            'with init_on_alloc=1)"), which does not hold in this run'])
+        self.assertIn("a reason no run may skip for", kunit.skip_problems(
+            "m", {"x": "a reason nobody listed"}, plain)[0])
+        # Options come from the built .config; KFENCE's excuses hold only
+        # where it samples.
+        t = kunit.Traits("slub", {"KFENCE": "y"}, "exact", "")
+        why = "no object alone in its slab (KFENCE?)"
+        self.assertTrue(kunit.SKIP_REASONS[why](t))
+        t = kunit.Traits("slub", {"KFENCE": "y"}, "exact", kunit.KFENCE_OFF)
+        self.assertFalse(kunit.SKIP_REASONS[why](t))
+        # slub_debug= on the command line decides over SLUB_DEBUG_ON.
+        why = "fewer than 12 objects per slab"
+        on = {"SLUB_DEBUG": "y", "SLUB_DEBUG_ON": "y"}
+        self.assertTrue(kunit.SKIP_REASONS[why](kunit.Traits("slub", on, "exact", "")))
+        self.assertFalse(kunit.SKIP_REASONS[why](
+            kunit.Traits("slub", on, "exact", "slub_debug=-")))
+        self.assertTrue(kunit.SKIP_REASONS[why](
+            kunit.Traits("slub", {}, "exact", "slub_debug=FZPU")))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, ".config")
+            with open(path, "w") as f:
+                f.write("# CONFIG_KASAN is not set\nCONFIG_KFENCE=y\n"
+                        "CONFIG_NR_CPUS=4\n")
+            self.assertEqual(kunit.built_options(path),
+                             {"KFENCE": "y", "NR_CPUS": "4"})
+
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and
         # poisoned caches opt out of init_on_free: each allocator needs a
