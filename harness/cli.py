@@ -892,8 +892,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return test.main(args.only, getattr(args, "summary", None))
     elif args.cmd in ("stress", "soak"):
         runs = getattr(args, "runs", "soak")
-        allocs = getattr(args, "alloc", "")
-        if set(allocs.split(",")) == set(registry.ALLOCATORS):
+        # One name per set of allocators, in the registry's order.
+        given = getattr(args, "alloc", "").split(",")
+        allocs = ",".join(a for a in registry.ALLOCATORS if a in given)
+        if allocs == ",".join(registry.ALLOCATORS):
             allocs = ""
         return stress.soak(runs, args.minutes, args.seconds,
                            "./bulk %s%s --minutes %g%s%s" % (

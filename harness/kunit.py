@@ -132,13 +132,29 @@ class Traits:
         """KFENCE samples objects in this boot."""
         return self.on("KFENCE") and not self.booted(KFENCE_OFF)
 
+    def slub_flags(self) -> str:
+        """The debug flags SLUB gives every cache, upper case ("" for
+        none): slub_debug= on the command line, else SLUB_DEBUG_ON's."""
+        if self.alloc != "slub" or not self.on("SLUB_DEBUG"):
+            return ""
+        every = "FZPU"
+        flags = every if self.on("SLUB_DEBUG_ON") else ""
+        for w in self.append.split():
+            if w == "slub_debug":
+                flags = every
+            elif w.startswith("slub_debug="):
+                given = w.partition("=")[2].split(",")[0].upper()
+                flags = "" if given.startswith("-") else given or every
+        return flags
+
     def slub_debug(self) -> bool:
-        """SLUB's debug flags are on for every cache (SLUB_DEBUG_ON, or
-        slub_debug= with flags on the command line)."""
-        words = [w for w in self.append.split() if w.startswith("slub_debug=")]
-        if words:
-            return words[-1] != "slub_debug=-"
-        return self.alloc == "slub" and self.on("SLUB_DEBUG_ON")
+        """SLUB's debug flags are on for every cache."""
+        return bool(self.slub_flags())
+
+    def poisoned(self) -> bool:
+        """Every cache is poisoned: SLUB's P, or DEBUG_SLAB."""
+        return "P" in self.slub_flags() or (
+            self.alloc == "slab" and self.on("DEBUG_SLAB"))
 
     def slub_checks(self) -> bool:
         """SLUB with SLUB_DEBUG: per-cache counts and debug caches."""
@@ -170,18 +186,25 @@ SKIP_REASONS: dict[str, Callable[[Traits], bool]] = {
         lambda t: not t.booted("init_on_free=1")
         and not t.on("INIT_ON_FREE_DEFAULT_ON"),
     "poisoned cache (slab debugging) opts out of init_on_alloc":
-        lambda t: t.slub_debug() or t.on("DEBUG_SLAB"),
+        lambda t: t.poisoned(),
     "poisoned cache (slab debugging) opts out of init_on_free":
-        lambda t: t.slub_debug() or t.on("DEBUG_SLAB"),
+        lambda t: t.poisoned(),
     "needs ZONE_DMA with a known size (MAX_DMA_PFN) to force a failure":
         lambda t: not t.on("ZONE_DMA"),
     "needs fault injection (CONFIG_FAULT_INJECTION)":
         lambda t: not t.on("FAULT_INJECTION"),
+    # sbt_failing_points() in the contract suite.
+    "no fault point that fails a call here (see above)":
+        lambda t: not t.on("FAILSLAB") and not (
+            t.on("FAIL_PAGE_ALLOC") and (
+                t.alloc == "slob" or t.alloc == "slab" and not t.on("NUMA"))),
     "needs CONFIG_KFENCE": lambda t: not t.on("KFENCE"),
     "KFENCE sampled nothing in 10 s (kfence.sample_interval=0?)":
         lambda t: t.booted(KFENCE_OFF),
-    # Where KFENCE samples, a sample can take the object a case needs.
-    "no object alone in its slab (KFENCE?)": lambda t: t.kfence(),
+    # Where KFENCE samples, a sample can take the object a case needs;
+    # KASAN's quarantine keeps a freed object in its slab.
+    "no object alone in its slab (KFENCE, or KASAN's quarantine?)":
+        lambda t: t.kfence() or t.on("KASAN"),
     "KFENCE object is not checked by SLUB": lambda t: t.kfence(),
     "only KFENCE objects in the second half": lambda t: t.kfence(),
     "KFENCE object: KFENCE checks its frees itself": lambda t: t.kfence(),
@@ -209,7 +232,8 @@ SKIP_REASONS: dict[str, Callable[[Traits], bool]] = {
         lambda t: not t.on("KASAN_GENERIC"),
     "needs generic KASAN and tracepoints":
         lambda t: not t.on("KASAN_GENERIC") or not t.on("TRACEPOINTS"),
-    "no AF_UNIX socket: -97": lambda t: not t.on("UNIX"),
+    # A module would not be in the initramfs.
+    "no AF_UNIX socket: -97": lambda t: t.options.get("UNIX") != "y",
     "no page_pool here (CONFIG_PAGE_POOL)": lambda t: not t.on("PAGE_POOL"),
     "no tracepoints": lambda t: not t.on("TRACEPOINTS"),
     "no symbols to name the location": lambda t: not t.on("KALLSYMS"),

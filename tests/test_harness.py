@@ -505,18 +505,38 @@ class KunitStage(unittest.TestCase):
         # Options come from the built .config; KFENCE's excuses hold only
         # where it samples.
         t = kunit.Traits("slub", {"KFENCE": "y"}, "exact", "")
-        why = "no object alone in its slab (KFENCE?)"
+        why = "no object alone in its slab (KFENCE, or KASAN's quarantine?)"
         self.assertTrue(kunit.SKIP_REASONS[why](t))
         t = kunit.Traits("slub", {"KFENCE": "y"}, "exact", kunit.KFENCE_OFF)
         self.assertFalse(kunit.SKIP_REASONS[why](t))
         # slub_debug= on the command line decides over SLUB_DEBUG_ON.
         why = "fewer than 12 objects per slab"
         on = {"SLUB_DEBUG": "y", "SLUB_DEBUG_ON": "y"}
-        self.assertTrue(kunit.SKIP_REASONS[why](kunit.Traits("slub", on, "exact", "")))
+        debug = {"SLUB_DEBUG": "y"}
+        for alloc, options, append, holds in (
+                ("slub", on, "", True), ("slub", on, "slub_debug=-", False),
+                ("slub", debug, "slub_debug=FZPU", True),
+                ("slub", debug, "slub_debug", True),
+                ("slub", debug, "slub_debug=fz,kmalloc-64", True),
+                ("slub", debug, "", False), ("slub", {}, "slub_debug=FZPU", False),
+                ("slab", debug, "slub_debug=FZPU", False)):
+            self.assertEqual(kunit.SKIP_REASONS[why](
+                kunit.Traits(alloc, options, "exact", append)), holds,
+                (alloc, options, append))
+        # Only poisoning opts caches out of init_on_alloc.
+        why = "poisoned cache (slab debugging) opts out of init_on_alloc"
         self.assertFalse(kunit.SKIP_REASONS[why](
-            kunit.Traits("slub", on, "exact", "slub_debug=-")))
+            kunit.Traits("slub", debug, "exact", "slub_debug=FZ")))
         self.assertTrue(kunit.SKIP_REASONS[why](
-            kunit.Traits("slub", {}, "exact", "slub_debug=FZPU")))
+            kunit.Traits("slub", debug, "exact", "slub_debug=FZPU")))
+        self.assertTrue(kunit.SKIP_REASONS[why](
+            kunit.Traits("slab", {"DEBUG_SLAB": "y"}, "exact", "")))
+        # A module would not load: AF_UNIX must be built in.
+        why = "no AF_UNIX socket: -97"
+        self.assertTrue(kunit.SKIP_REASONS[why](
+            kunit.Traits("slub", {"UNIX": "m"}, "exact", "")))
+        self.assertFalse(kunit.SKIP_REASONS[why](
+            kunit.Traits("slub", {"UNIX": "y"}, "exact", "")))
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, ".config")
             with open(path, "w") as f:
@@ -524,6 +544,22 @@ class KunitStage(unittest.TestCase):
                         "CONFIG_NR_CPUS=4\n")
             self.assertEqual(kunit.built_options(path),
                              {"KFENCE": "y", "NR_CPUS": "4"})
+
+    def test_every_skip_reason_of_the_suites_is_listed(self):
+        # Each kunit_skip() message the series' suites print (a %d
+        # standing for a number) has an entry in kunit.SKIP_REASONS.
+        said = set()
+        for name in sorted(os.listdir(os.path.join(REPO, "patches"))):
+            if name.endswith(".patch"):
+                with open(os.path.join(REPO, "patches", name)) as f:
+                    said |= set(re.findall(
+                        r'^\+.*kunit_skip\(test,\s*"((?:[^"\\]|\\.)*)"',
+                        f.read(), re.M))
+        self.assertGreater(len(said), 20)
+        for msg in said:
+            pattern = re.escape(msg).replace("%d", "-?[0-9]+")
+            self.assertTrue(any(re.fullmatch(pattern, k)
+                                for k in kunit.SKIP_REASONS), msg)
 
     def test_init_on_free_runs_unmasked(self):
         # init_on_alloc=1 zeroes objects init_on_free failed to wipe, and

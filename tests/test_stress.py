@@ -1,6 +1,7 @@
 """Unit tests of the stress stage's parsing, fault knobs and report."""
 import argparse
 import unittest
+from unittest import mock
 
 import hermetic  # noqa: F401
 import stress
@@ -113,14 +114,22 @@ class Arguments(unittest.TestCase):
         self.assertEqual(stress.select("soak", ""), stress.SOAK_RUNS)
         self.assertEqual(stress.results_name("soak", "slab,slob"), "soak-slab-slob")
         self.assertEqual(stress.results_name("soak", ""), "stress")
-        with self.assertRaisesRegex(StageError, "--alloc ,"):
-            stress.check_args(argparse.Namespace(minutes=30, seconds=None,
-                                                 seed=None, alloc=","))
+        for empty in (",", ""):
+            with self.assertRaisesRegex(StageError, "--alloc '%s'" % empty):
+                stress.check_args(argparse.Namespace(
+                    minutes=30, seconds=None, seed=None, alloc=empty))
         import cli
         args = cli.parser().parse_args(["soak", "--alloc", "slob"])
         self.assertEqual(args.alloc, "slob")
         with self.assertRaises(SystemExit):
             cli.parser().parse_args(["soak", "--alloc", "slub,slom"])
+        # Any order names one record: the registry's order.
+        seen = []
+        with mock.patch("stress.soak", lambda *a: seen.append(a) or 0):
+            for given in ("slob,slab", "slab,,slob", "slob,slub,slab"):
+                cli.main(["soak", "--alloc", given])
+        self.assertEqual([a[-1] for a in seen], ["slab,slob", "slab,slob", ""])
+        self.assertEqual(seen[0][3], "./bulk soak --alloc slab,slob --minutes 30")
 
     def test_seed_must_fit(self):
         self.check(1, seed=0)
