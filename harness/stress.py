@@ -620,6 +620,7 @@ def write_results(results: list[StressResult], command: str,
 
 def check_args(args: argparse.Namespace) -> None:
     """./bulk stress's arguments, before anything runs."""
+    select(getattr(args, "runs", "soak"))
     alloc = getattr(args, "alloc", None)
     if alloc is not None and not [a for a in alloc.split(",") if a]:
         raise StageError("stress", "--alloc '%s': give one or more of slub, "
