@@ -172,8 +172,6 @@ SKIP_REASONS: dict[str, Callable[[Traits], bool]] = {
     "SLOB keeps free-block headers inside freed objects":
         lambda t: t.alloc == "slob",
     "SLOB cannot kfree() kmem_cache objects": lambda t: t.alloc == "slob",
-    "SLAB serves every kmalloc size from a slab cache":
-        lambda t: t.alloc == "slab",
     "CONFIG_SLAB_FREELIST_RANDOM is off":
         lambda t: not t.on("SLAB_FREELIST_RANDOM"),
     # Red zones and tracking make the objects of debug caches larger.
