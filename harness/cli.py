@@ -452,12 +452,13 @@ def parser() -> argparse.ArgumentParser:
     soak_opts(p, 10, "run")
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
-                   "fault injection), test (the test command's runs), all "
-                   "(those, SLAB fully preemptible on two NUMA nodes, the "
+                   "fault injection), test (the test command's runs), "
+                   "kcsan (each allocator under KCSAN on two and four CPUs), "
+                   "all (those, SLAB fully preemptible on two NUMA nodes, the "
                    "debug kernels on four CPUs and SLOB without lockdep), or "
                    "config names: %s" % ", ".join(sorted(
                        {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
-                        + stress.EXTRA_RUNS})))
+                        + stress.EXTRA_RUNS + stress.KCSAN_RUNS})))
     record_opt(p)
     p = verb("soak", "the soak: ./bulk stress --runs soak, 30 minutes a run",
              "one run per allocator (SLUB, SLAB, SLOB on four CPUs, fault "

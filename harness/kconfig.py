@@ -48,6 +48,13 @@ CONFIG_SETS = {
     "slob-debug": ["common", "slob", "slob-debug", "faults"],
     # SLOB without lockdep, for ./bulk stress --runs all only.
     "slob-faults": ["common", "slob", "faults"],
+    # KCSAN at -smp 2 and 4 (./bulk stress --runs kcsan): the faults
+    # kernels with the data race detector; SLOB's without lockdep.
+    "slub-kcsan": ["common", "hardening", "slub", "bench", "faults", "failslab",
+                   "checkers", "events", "kcsan"],
+    "slab-kcsan": ["common", "hardening", "slab", "bench", "faults", "failslab",
+                   "checkers", "kcsan"],
+    "slob-kcsan": ["common", "slob", "faults", "kcsan"],
     # Benchmark variants of slub: what KFENCE costs, and the event counters.
     "slub-kfence": ["common", "hardening", "slub", "bench", "kfence"],
     "slub-stats": ["common", "hardening", "slub", "bench", "stats"],

@@ -80,13 +80,17 @@ class StressRun:
     smp4: 4), extra command line, fault injection on or off, and the
     floors: (count, least times per boot) pairs, see floor_problems().
     @pressure: page allocations fail at PRESSURE_PERCENT and failslab
-    not at all, instead of both at FAULT_PERCENT."""
+    not at all, instead of both at FAULT_PERCENT.  @min_seconds: where
+    the full floors are checked, a boot's rounds are lengthened to this
+    many guest seconds in all, for kernels whose checks make the calls
+    slow (run())."""
     config: str
     mode: str = "smp"
     append: str = ""
     faults: bool = True
     floors: tuple[tuple[str, int], ...] = ()
     pressure: bool = False
+    min_seconds: int = 0
 
     def injection(self) -> str:
         return (" pressure" if self.pressure else
@@ -126,9 +130,11 @@ HOTPLUG = "%s.hotplug_ms=100" % STRESS_MODULE
 # take them one object at a time (SLUB counts no event there).  SLAB's
 # and SLOB's bulk calls, which do not group by slab, and the KASAN
 # kernel's, where SLUB frees one object at a time: bulk allocations and
-# frees and remote frees, 1000 each, or 150 where the checks make the
-# calls slow (KASAN under TCG: 600 to 1000 bulk allocations in 15 s on
-# two CPUs; SLOB's one lock on four CPUs: about 1500).  KFENCE objects:
+# frees and remote frees, 1000 each, or 250 where the checks make the
+# calls slow (KASAN under TCG: 485 to 1000 bulk allocations in 15 s on
+# two CPUs; SLOB's one lock on four CPUs under lockdep: 856 to 1500),
+# whose boots run 60 guest seconds where the full floors are checked
+# (SLOW_SECONDS), so that each path runs 1000 times there too.  KFENCE objects:
 # 770 to 1450 came in 15 s at one sample a millisecond on two CPUs, fewer
 # than 300 under slub_debug=FZ on four.  Each NUMA run frees objects of
 # the other node's slabs; each hotplug run takes CPUs down and up again
@@ -137,7 +143,8 @@ HOTPLUG = "%s.hotplug_ms=100" % STRESS_MODULE
 # slows the guests, does not fail them.
 GROUPED = (("runs", 1000), ("lone", 1000), ("remote_frees", 1000))
 CALLS = (("bulk_allocs", 1000), ("bulk_frees", 1000), ("remote_frees", 1000))
-SLOW_CALLS = (("bulk_allocs", 150), ("bulk_frees", 150), ("remote_frees", 150))
+SLOW_CALLS = (("bulk_allocs", 250), ("bulk_frees", 250), ("remote_frees", 250))
+SLOW_SECONDS = 60
 SLUB_DEBUG_EVENTS = (("free_slowpath", 1000), ("free_slab", 1000),
                      ("alloc_slab", 1000))
 SLUB_EVENTS = SLUB_DEBUG_EVENTS + (("alloc_from_partial", 1000),)
@@ -174,9 +181,10 @@ TEST_RUNS = [
               floors=GROUPED + SLUB_EVENTS + HOTPLUG_FLOOR),
     StressRun("slub-faults", "smp4", CGROUP, pressure=True,
               floors=GROUPED + SLUB_EVENTS + PRESSURE_FLOOR),
-    StressRun("slub-debug", "smp", CGROUP, floors=SLOW_CALLS),
+    StressRun("slub-debug", "smp", CGROUP, floors=SLOW_CALLS,
+              min_seconds=SLOW_SECONDS),
     StressRun("slub-debug", "smp4", CGROUP + " slub_debug=-",
-              floors=SLOW_CALLS),
+              floors=SLOW_CALLS, min_seconds=SLOW_SECONDS),
     StressRun("slab-faults", "smp", CGROUP + " " + KFENCE_OFTEN,
               floors=CALLS + KFENCE_FLOOR),
     StressRun("slab-faults", "smp4", CGROUP + " init_on_free=1", floors=CALLS),
@@ -186,7 +194,8 @@ TEST_RUNS = [
               floors=CALLS + PRESSURE_FLOOR),
     StressRun("slab-debug", "smp", CGROUP, floors=CALLS),
     StressRun("slob-debug", "smp", floors=CALLS),
-    StressRun("slob-debug", "smp4", floors=SLOW_CALLS),
+    StressRun("slob-debug", "smp4", floors=SLOW_CALLS,
+              min_seconds=SLOW_SECONDS),
 ]
 TEST_SECONDS = 15
 # The soak (./bulk soak, or ./bulk stress --minutes M): one run per
@@ -194,7 +203,8 @@ TEST_SECONDS = 15
 SOAK_RUNS = [
     StressRun("slub-faults", "smp4", CGROUP, floors=GROUPED + SLUB_EVENTS),
     StressRun("slab-faults", "smp4", CGROUP, floors=CALLS),
-    StressRun("slob-debug", "smp4", floors=SLOW_CALLS),
+    StressRun("slob-debug", "smp4", floors=SLOW_CALLS,
+              min_seconds=SLOW_SECONDS),
 ]
 
 
@@ -206,10 +216,28 @@ SOAK_RUNS = [
 EXTRA_RUNS = [
     StressRun("slab-faults", "smp4", CGROUP + " " + BUSY,
               floors=CALLS + NUMA_FLOOR),
-    StressRun("slub-debug", "smp4", CGROUP, floors=SLOW_CALLS),
+    StressRun("slub-debug", "smp4", CGROUP, floors=SLOW_CALLS,
+              min_seconds=SLOW_SECONDS),
     StressRun("slab-debug", "smp4", CGROUP, floors=CALLS),
     StressRun("slob-faults", "smp", floors=CALLS),
     StressRun("slob-faults", "smp4", "init_on_free=1", floors=CALLS),
+]
+
+
+# KCSAN (./bulk stress --runs kcsan, not in the test command: three more
+# kernels): each allocator with the data race detector on two and on four
+# CPUs, fault injection on.  configs/kcsan.config says what it can see.
+# The first runs counted 6400 to 18400 bulk allocations in 15 s, but 294
+# on SLOB with four CPUs (its one lock, and KCSAN's delays inside it): that
+# run's floors are 125 per 15 s in boots of 120 s, 1000 a boot.
+KCSAN_SLOB_CALLS = tuple((key, 125) for key, _ in CALLS)
+KCSAN_RUNS = [
+    StressRun("slub-kcsan", "smp", CGROUP, floors=GROUPED + SLUB_EVENTS),
+    StressRun("slub-kcsan", "smp4", CGROUP, floors=GROUPED + SLUB_EVENTS),
+    StressRun("slab-kcsan", "smp", CGROUP, floors=CALLS),
+    StressRun("slab-kcsan", "smp4", CGROUP, floors=CALLS),
+    StressRun("slob-kcsan", "smp", floors=CALLS),
+    StressRun("slob-kcsan", "smp4", floors=KCSAN_SLOB_CALLS, min_seconds=120),
 ]
 
 
@@ -366,6 +394,10 @@ def floor_problems(r: StressRun, t: dict[str, int], text: str,
 # What the kernel prints when a condition a run asks for took effect.
 CONDITIONS = (("preempt=full", "Dynamic Preempt: full"),
               ("numa=fake=2", "nr_node_ids:2"))
+# A KCSAN kernel (configs/kcsan.config) must have had it on from boot, its
+# self-test passing: otherwise its runs see no race at all.
+KCSAN_ON_RE = re.compile(r"kcsan: enabled early\n(?:.*\n)*?.*"
+                         r"kcsan: selftest: (\d+)/\1 tests passed")
 
 
 def condition_problems(r: StressRun, text: str,
@@ -375,6 +407,10 @@ def condition_problems(r: StressRun, text: str,
     words = r.append.split()
     out = ["%s asked, but the kernel never printed '%s'" % (word, line)
            for word, line in CONDITIONS if word in words and line not in text]
+    if "kcsan" in kconfig.CONFIG_SETS.get(r.config, []) and \
+            not KCSAN_ON_RE.search(text):
+        out.append("a KCSAN kernel, but the console never said 'kcsan: "
+                   "enabled early' and that its self-test passed")
     per_cpu = [w.split("=", 1)[1] for w in words
                if w.startswith(STRESS_MODULE + ".threads_per_cpu=")]
     if per_cpu and rows:
@@ -394,7 +430,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     at least once.  The full floors count how much the guests got done,
     which a busy host cuts many times over (a 4-CPU guest beside another
     one on 2 host CPUs: 15 times fewer bulk calls), so they are checked
-    where the figures are recorded: ./bulk stress and ./bulk soak."""
+    where the figures are recorded: ./bulk stress and ./bulk soak, which
+    lengthen a boot's rounds to @r.min_seconds in all."""
     if not 1 <= seconds <= MAX_ROUND_SECONDS:
         raise StageError("stress", "seconds per round must be 1 to %d, not %d"
                          % (MAX_ROUND_SECONDS, seconds))
@@ -404,6 +441,10 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         raise StageError("stress", "mode %s: the stress runs on several CPUs "
                          "(smp, smp4)" % r.mode)
     check_built(r, tree)
+    if full_floors and seconds * rounds < r.min_seconds:
+        seconds = min(MAX_ROUND_SECONDS, math.ceil(r.min_seconds / rounds))
+        say("stress %s: rounds of %d s, the run's least time" % (
+            r.name(), seconds))
     if seed is None:
         seed = new_seed()
     start = time.time()
@@ -639,12 +680,15 @@ def check_args(args: argparse.Namespace) -> None:
 def select(names: str, allocs: str = "") -> list[StressRun]:
     """--runs: 'soak' (default), 'test', 'all', or config names; allocs
     (./bulk soak --alloc): the soak's runs of these allocators alone."""
-    every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS))
+    every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS +
+                               KCSAN_RUNS))
     if names in ("", "soak"):
         return [r for r in SOAK_RUNS
                 if not allocs or r.config.split("-")[0] in allocs.split(",")]
     if names == "test":
         return TEST_RUNS
+    if names == "kcsan":
+        return KCSAN_RUNS
     if names == "all":
         return every
     wanted = [n for n in names.split(",") if n]

@@ -1,5 +1,6 @@
 """Unit tests of the stress stage's parsing, fault knobs and report."""
 import argparse
+import re
 import unittest
 from unittest import mock
 
@@ -184,6 +185,24 @@ class Arguments(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "seconds per round"):
             stress.run(stress.TEST_RUNS[0], seconds=stress.MAX_ROUND_SECONDS + 1)
 
+    def test_slow_runs_are_lengthened_where_the_full_floors_count(self):
+        lines = []
+
+        def fake_boot(config, tree, mode, modules, line, timeout, **kw):
+            lines.append(line)
+            raise StageError("boot", "stop here")
+        r = stress.StressRun("slob-debug", "smp4", floors=stress.SLOW_CALLS,
+                             min_seconds=60)
+        with mock.patch("stress.check_built", lambda *a: None), \
+                mock.patch("stress.boot.boot", fake_boot):
+            for full, rounds, seconds in ((True, 1, 15), (False, 1, 15),
+                                          (True, 5, 60), (True, 2, 15)):
+                with self.assertRaisesRegex(StageError, "stop here"):
+                    stress.run(r, seconds=seconds, rounds=rounds, seed=1,
+                               full_floors=full)
+        got = [re.search(r"seconds=(\d+) ", x).group(1) for x in lines]
+        self.assertEqual(got, ["60", "15", "60", "30"])
+
     def test_exact_mode_is_refused(self):
         with self.assertRaisesRegex(StageError, "several CPUs"):
             stress.run(stress.StressRun("slub-faults", "exact"))
@@ -247,6 +266,33 @@ class Conditions(unittest.TestCase):
     def test_plain_runs_ask_nothing(self):
         r = stress.StressRun("slub-faults", "smp", stress.CGROUP)
         self.assertEqual(stress.condition_problems(r, "", []), [])
+
+    def test_kcsan_must_be_on_and_its_self_test_pass(self):
+        r = stress.StressRun("slub-kcsan", "smp", stress.CGROUP)
+        on = ("[    0.2] kcsan: enabled early\n[    0.2] kcsan: non-strict mode "
+              "configured\n[    0.7] kcsan: selftest: 4/4 tests passed\n")
+        self.assertEqual(stress.condition_problems(r, on, []), [])
+        for text in ("", on.replace("4/4", "3/4"),
+                     on.replace("enabled early", "enabled by debugfs")):
+            with self.subTest(text=text):
+                got = stress.condition_problems(r, text, [])
+                self.assertEqual(len(got), 1, got)
+                self.assertIn("KCSAN", got[0])
+        # A kernel without KCSAN asks nothing of it.
+        self.assertEqual(stress.condition_problems(
+            stress.StressRun("slub-faults", "smp", stress.CGROUP), "", []), [])
+
+    def test_kcsan_runs_every_allocator_on_two_and_four_cpus(self):
+        runs = stress.select("kcsan")
+        self.assertEqual(runs, stress.KCSAN_RUNS)
+        self.assertEqual({(r.config.split("-")[0], r.mode) for r in runs},
+                         {(a, m) for a in ("slub", "slab", "slob")
+                          for m in ("smp", "smp4")})
+        for r in runs:
+            self.assertIn("kcsan", stress.kconfig.CONFIG_SETS[r.config])
+            self.assertTrue(r.faults)
+        self.assertFalse(set(runs) & set(stress.TEST_RUNS))
+        self.assertTrue(set(runs) <= set(stress.select("all")))
 
     def test_seed_on_the_command_line_and_in_the_replay(self):
         line = stress.cmdline(self.R, 15, 1, 12345)
@@ -313,7 +359,8 @@ class Floors(unittest.TestCase):
         for r in stress.select("all"):
             with self.subTest(run=r.name()):
                 keys = dict(r.floors)
-                if r.config == "slub-faults":
+                grouped = r.config in ("slub-faults", "slub-kcsan")
+                if grouped:
                     # SLUB groups its bulk frees here (no KASAN).
                     self.assertEqual((keys.get("runs"), keys.get("lone")), (1000, 1000))
                     self.assertEqual(keys.get("free_slab"), 1000)
@@ -321,9 +368,13 @@ class Floors(unittest.TestCase):
                         self.assertEqual(keys.get("alloc_from_partial"), 1000)
                 else:
                     self.assertNotIn("runs", keys)
-                    self.assertGreaterEqual(keys.get("bulk_allocs", 0), 150)
-                    self.assertGreaterEqual(keys.get("bulk_frees", 0), 150)
-                self.assertGreaterEqual(keys.get("remote_frees", 0), 150)
+                # Each path at least 1000 times in a boot of the run's
+                # recorded length.
+                boot_s = max(stress.TEST_SECONDS, r.min_seconds)
+                for key in (("runs", "lone") if grouped else
+                            ("bulk_allocs", "bulk_frees")) + ("remote_frees",):
+                    self.assertGreaterEqual(
+                        stress.scaled_floor(keys.get(key, 0), boot_s), 1000, key)
                 if stress.HOTPLUG in r.append:
                     self.assertIn("hotplug_cycles", keys)
                 if "numa=fake" in r.append:
