@@ -67,6 +67,8 @@ OP_KEYS = ("bulk_allocs", "bulk_frees", "single_allocs", "kfree_bulks",
 # (SLUB's grouped free, where KASAN is off), objects alone among other
 # slabs', KFENCE objects, objects of a slab on another node.
 SHAPE_KEYS = ("runs", "run_objs", "lone", "kfence", "other_node")
+# Bulk allocations that asked for zeroed objects (__GFP_ZERO), all checked.
+ZERO_KEY = "zeroed"
 # SLUB's events over the private caches (CONFIG_SLUB_STATS): frees to a
 # slab other than the CPU's, slabs given back, partial and new slabs taken.
 EVENT_KEYS = ("free_slowpath", "free_slab", "alloc_from_partial",
@@ -130,10 +132,10 @@ HOTPLUG = "%s.hotplug_ms=100" % STRESS_MODULE
 # take them one object at a time (SLUB counts no event there).  SLAB's
 # and SLOB's bulk calls, which do not group by slab, and the KASAN
 # kernel's, where SLUB frees one object at a time: bulk allocations and
-# frees and remote frees, 1000 each, or 250 where the checks make the
+# frees and remote frees, 1000 each, or 120 where the checks make the
 # calls slow (KASAN under TCG: 485 to 1000 bulk allocations in 15 s on
-# two CPUs; SLOB's one lock on four CPUs under lockdep: 856 to 1500),
-# whose boots run 60 guest seconds where the full floors are checked
+# two CPUs; SLOB's one lock on four CPUs under lockdep: 856 to 4700),
+# whose boots run 125 guest seconds where the full floors are checked
 # (SLOW_SECONDS), so that each path runs 1000 times there too.  KFENCE objects:
 # 770 to 1450 came in 15 s at one sample a millisecond on two CPUs, fewer
 # than 300 under slub_debug=FZ on four.  Each NUMA run frees objects of
@@ -143,8 +145,8 @@ HOTPLUG = "%s.hotplug_ms=100" % STRESS_MODULE
 # slows the guests, does not fail them.
 GROUPED = (("runs", 1000), ("lone", 1000), ("remote_frees", 1000))
 CALLS = (("bulk_allocs", 1000), ("bulk_frees", 1000), ("remote_frees", 1000))
-SLOW_CALLS = (("bulk_allocs", 250), ("bulk_frees", 250), ("remote_frees", 250))
-SLOW_SECONDS = 60
+SLOW_CALLS = (("bulk_allocs", 120), ("bulk_frees", 120), ("remote_frees", 120))
+SLOW_SECONDS = 125
 SLUB_DEBUG_EVENTS = (("free_slowpath", 1000), ("free_slab", 1000),
                      ("alloc_slab", 1000))
 SLUB_EVENTS = SLUB_DEBUG_EVENTS + (("alloc_from_partial", 1000),)
@@ -229,15 +231,18 @@ EXTRA_RUNS = [
 # CPUs, fault injection on.  configs/kcsan.config says what it can see.
 # The first runs counted 6400 to 18400 bulk allocations in 15 s, but 294
 # on SLOB with four CPUs (its one lock, and KCSAN's delays inside it): that
-# run's floors are 125 per 15 s in boots of 120 s, 1000 a boot.
-KCSAN_SLOB_CALLS = tuple((key, 125) for key, _ in CALLS)
+# run's floors are a quarter of that, 73 per 15 s, in boots of 210 s, so
+# 1000 a boot.
+KCSAN_SLOB_CALLS = tuple((key, 73) for key, _ in CALLS)
+KCSAN_SLOB_SECONDS = 210
 KCSAN_RUNS = [
     StressRun("slub-kcsan", "smp", CGROUP, floors=GROUPED + SLUB_EVENTS),
     StressRun("slub-kcsan", "smp4", CGROUP, floors=GROUPED + SLUB_EVENTS),
     StressRun("slab-kcsan", "smp", CGROUP, floors=CALLS),
     StressRun("slab-kcsan", "smp4", CGROUP, floors=CALLS),
     StressRun("slob-kcsan", "smp", floors=CALLS),
-    StressRun("slob-kcsan", "smp4", floors=KCSAN_SLOB_CALLS, min_seconds=120),
+    StressRun("slob-kcsan", "smp4", floors=KCSAN_SLOB_CALLS,
+              min_seconds=KCSAN_SLOB_SECONDS),
 ]
 
 
@@ -313,7 +318,7 @@ def totals(rows: list[dict[str, str]]) -> dict[str, int]:
     """Sums over rounds and caches; lost is -1 when no cache had a count."""
     t = {k: sum(num(r, k) for r in rows)
          for k in OP_KEYS + FAIL_KEYS + SHAPE_KEYS + EVENT_KEYS + HOTPLUG_KEYS
-         + ("bulk_objs", "kmalloc_objs", "remote_frees", "softirq_objs",
+         + (ZERO_KEY, "bulk_objs", "kmalloc_objs", "remote_frees", "softirq_objs",
             "softirq_fails")}
     counted = [num(r, "lost") for r in rows if "lost" in r and num(r, "lost") >= 0]
     t["lost"] = sum(counted) if counted else -1
@@ -492,6 +497,9 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     problems += condition_problems(r, text, rows)
     if ok:
         problems += floor_problems(r, t, part, seconds * rounds, full_floors)
+    if ok and "no shadow of the objects held" in part:
+        problems.append("the suite ran without its shadow of the objects "
+                        "held (its bitmap could not be had)")
     if ok and r.config.startswith("slob") and not any(
             "slob_pages_before" in row for row in rows):
         problems.append("no count of SLOB's pages in the output")
@@ -614,7 +622,9 @@ def paths_table(results: list[StressResult]) -> list[str]:
         "only says what the arrays held), with their objects; *lone*, "
         "objects whose neighbours come from other slabs; "
         "*KFENCE* objects; *other node*, objects of a slab on another node "
-        "than that of the CPU the thread counted on. Then SLUB's event counters for the private "
+        "than that of the CPU the thread counted on; *zeroed*, bulk "
+        "allocations that asked for zeroed objects (`__GFP_ZERO`), each "
+        "object checked. Then SLUB's event counters for the private "
         "caches (CONFIG_SLUB_STATS, slub-faults only; - elsewhere): frees "
         "to a slab other than the CPU's (*slow frees*), slabs given back "
         "(*slabs freed*), slabs taken from the partial lists (*partial*) "
@@ -624,10 +634,10 @@ def paths_table(results: list[StressResult]) -> list[str]:
         "(per 15 guest seconds of a boot, harness/stress.py; the bulk "
         "calls' floors are on the counts of the first table).",
         "",
-        "| run | runs (objects) | lone | KFENCE | other node | slow frees | "
-        "slabs freed | partial | new slabs | cmpxchg fails | hotplug | "
-        "floors |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| run | runs (objects) | lone | KFENCE | other node | zeroed | "
+        "slow frees | slabs freed | partial | new slabs | cmpxchg fails | "
+        "hotplug | floors |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in results:
         t = r.totals
@@ -635,9 +645,10 @@ def paths_table(results: list[StressResult]) -> list[str]:
         ev = ["%d" % t[k] if events else "-" for k in EVENT_KEYS]
         hp = ("%d (%d)" % (t["hotplug_cycles"], t["hotplug_refused"])
               if any("hotplug_cycles" in row for row in r.rows) else "-")
-        lines.append("| %s | %d (%d) | %d | %d | %d | %s | %s | %s |" % (
+        lines.append("| %s | %d (%d) | %d | %d | %d | %d | %s | %s | %s |" % (
             r.run, t["runs"], t["run_objs"], t["lone"], t["kfence"],
-            t["other_node"], " | ".join(ev), hp, floors_text(r)))
+            t["other_node"], t.get(ZERO_KEY, 0), " | ".join(ev), hp,
+            floors_text(r)))
     return lines
 
 
@@ -678,7 +689,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def select(names: str, allocs: str = "") -> list[StressRun]:
-    """--runs: 'soak' (default), 'test', 'all', or config names; allocs
+    """--runs: 'soak' (default), 'test', 'kcsan', 'all', or config names; allocs
     (./bulk soak --alloc): the soak's runs of these allocators alone."""
     every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS +
                                KCSAN_RUNS))
@@ -696,7 +707,7 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
     bad = [n for n in wanted if n not in known]
     if bad or not wanted:
         raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
-                         "test or all alone, or config names: %s" % (
+                         "test, kcsan or all alone, or config names: %s" % (
                              ", ".join(bad) or names, ", ".join(sorted(known))))
     return [r for r in every if r.config in wanted]
 

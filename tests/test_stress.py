@@ -1,6 +1,9 @@
 """Unit tests of the stress stage's parsing, fault knobs and report."""
 import argparse
+import dataclasses
+import os
 import re
+import tempfile
 import unittest
 from unittest import mock
 
@@ -203,6 +206,61 @@ class Arguments(unittest.TestCase):
         got = [re.search(r"seconds=(\d+) ", x).group(1) for x in lines]
         self.assertEqual(got, ["60", "15", "60", "30"])
 
+    def fake_run(self, r, log_text, **kw):
+        """run() on a boot whose console is @log_text, with KUnit's verdict
+        and the kernel's files faked; the floors' guest seconds are kept."""
+        seen = {}
+        real = stress.floor_problems
+
+        def floors(r_, t, text, guest_seconds=stress.TEST_SECONDS, full=True):
+            seen["guest_seconds"] = guest_seconds
+            return real(r_, t, text, guest_seconds, full)
+        with tempfile.TemporaryDirectory() as d:
+            log = os.path.join(d, "boot.log")
+            with open(log, "w") as f:
+                f.write(log_text)
+            booted = mock.Mock(log=log, problems=[], splats=[])
+            counts = mock.Mock(passed=kw.get("rounds", 1), skipped=0, failed=[])
+            with mock.patch("stress.check_built", lambda *a: None), \
+                    mock.patch("stress.boot.boot", lambda *a, **k: booted), \
+                    mock.patch("stress.kunit.split_by_module",
+                               lambda text, mods: {mods[0]: text}), \
+                    mock.patch("stress.kunit.parse", lambda *a: (True, counts)), \
+                    mock.patch("stress.round_seconds", lambda text: []), \
+                    mock.patch("stress.floor_problems", floors):
+                res = stress.run(r, seed=1, **kw)
+        return res, seen
+
+    def test_lengthened_runs_scale_their_floors_to_the_time_they_ran(self):
+        r = stress.StressRun("slub-debug", "smp4", floors=stress.SLOW_CALLS,
+                             min_seconds=stress.SLOW_SECONDS)
+        line = ("# slab_bulk_stress_round: stress round=1 cache=plain threads=4 "
+                "bulk_allocs=999 bulk_fails=3 bulk_frees=5000 remote_frees=5000 "
+                "lost=0\n")
+        res, seen = self.fake_run(r, line, seconds=15)
+        self.assertEqual(seen["guest_seconds"], stress.SLOW_SECONDS)
+        self.assertEqual(res.seconds, stress.SLOW_SECONDS)
+        self.assertEqual(res.problems, ["bulk_allocs ran 999 times, below its "
+                                        "floor of 1000"])
+        # Capped at the longest round.
+        long_run = dataclasses.replace(r, min_seconds=10 * stress.MAX_ROUND_SECONDS)
+        res, seen = self.fake_run(long_run, line.replace("999", "99999"), seconds=15)
+        self.assertEqual(res.seconds, stress.MAX_ROUND_SECONDS)
+        # The test command keeps its 15 s and asks each path once.
+        res, seen = self.fake_run(r, line, seconds=15, full_floors=False)
+        self.assertEqual((seen["guest_seconds"], res.ok), (15, True))
+
+    def test_a_round_without_its_shadow_fails(self):
+        r = stress.StressRun("slub-faults", "smp")
+        line = ("# slab_bulk_stress_round: no shadow of the objects held "
+                "(RAM span 20480 MiB)\n"
+                "# slab_bulk_stress_round: stress round=1 cache=plain threads=2 "
+                "bulk_allocs=9 lost=0\n")
+        res, _ = self.fake_run(r, line, seconds=15)
+        self.assertFalse(res.ok)
+        self.assertTrue(any("without its shadow" in p for p in res.problems),
+                        res.problems)
+
     def test_exact_mode_is_refused(self):
         with self.assertRaisesRegex(StageError, "several CPUs"):
             stress.run(stress.StressRun("slub-faults", "exact"))
@@ -281,6 +339,17 @@ class Conditions(unittest.TestCase):
         # A kernel without KCSAN asks nothing of it.
         self.assertEqual(stress.condition_problems(
             stress.StressRun("slub-faults", "smp", stress.CGROUP), "", []), [])
+
+    def test_kcsan_kernels_leave_kasan_out(self):
+        # KCSAN depends on !KASAN: a set with both would build without it.
+        self.assertTrue(os.path.exists(os.path.join(
+            os.path.dirname(stress.kconfig.__file__), "..", "configs",
+            "kcsan.config")))
+        for name, frags in stress.kconfig.CONFIG_SETS.items():
+            if "kcsan" in frags:
+                with self.subTest(config=name):
+                    self.assertFalse({"debug", "slub-debug", "suites-kasan"}
+                                     & set(frags))
 
     def test_kcsan_runs_every_allocator_on_two_and_four_cpus(self):
         runs = stress.select("kcsan")
@@ -399,13 +468,13 @@ class Floors(unittest.TestCase):
         self.assertEqual(stress.scaled_floor(10, 1), 1)
 
     def test_the_paths_table_shows_counts_and_floors(self):
-        rows = stress.parse_rounds(self.LINE % (1200, self.EVENTS))
+        rows = stress.parse_rounds(self.LINE % (1200, " zeroed=7" + self.EVENTS))
         res = stress.StressResult("slub-faults smp4", "slub-faults", "smp4", True, "", 15, 1,
                                   ["/a.log"], True, [], 0, {}, stress.totals(rows), rows, 30,
                                   seeds=[1], floors={"runs": 1000})
         md = "\n".join(stress.paths_table([res]))
-        self.assertIn("| slub-faults smp4 | 1200 (5000) | 1500 | 3 | 0 | 2000 | 1200 | 1100 | "
-                      "1300 | 4 | - | runs 1000 |", md)
+        self.assertIn("| slub-faults smp4 | 1200 (5000) | 1500 | 3 | 0 | 7 | 2000 | 1200 | "
+                      "1100 | 1300 | 4 | - | runs 1000 |", md)
 
 
 if __name__ == "__main__":
