@@ -1,6 +1,7 @@
 """Unit tests of the stress stage's parsing, fault knobs and report."""
 import argparse
 import dataclasses
+import json
 import os
 import re
 import tempfile
@@ -240,8 +241,11 @@ class Arguments(unittest.TestCase):
         res, seen = self.fake_run(r, line, seconds=15)
         self.assertEqual(seen["guest_seconds"], stress.SLOW_SECONDS)
         self.assertEqual(res.seconds, stress.SLOW_SECONDS)
+        least = stress.scaled_floor(dict(stress.SLOW_CALLS)["bulk_allocs"],
+                                    stress.SLOW_SECONDS)
+        self.assertGreaterEqual(least, 1000)
         self.assertEqual(res.problems, ["bulk_allocs ran 999 times, below its "
-                                        "floor of 1000"])
+                                        "floor of %d" % least])
         # Capped at the longest round.
         long_run = dataclasses.replace(r, min_seconds=10 * stress.MAX_ROUND_SECONDS)
         res, seen = self.fake_run(long_run, line.replace("999", "99999"), seconds=15)
@@ -448,6 +452,25 @@ class Floors(unittest.TestCase):
                     self.assertIn("hotplug_cycles", keys)
                 if "numa=fake" in r.append:
                     self.assertIn("other_node", keys)
+
+    def test_floors_are_a_quarter_of_what_the_records_counted(self):
+        # harness/stress.py's rule, against the records of the runs that
+        # have one: a busy host may cut a guest's work to a quarter.
+        runs = {r.name(): r for r in stress.select("all")}
+        root = os.path.join(os.path.dirname(stress.__file__), "..", "results",
+                            "stress")
+        for name in ("stress-test.json", "stress-kcsan.json"):
+            with open(os.path.join(root, name)) as f:
+                recorded = json.load(f)["runs"]
+            for rec in recorded:
+                r = runs.get(rec["run"])
+                if r is None:
+                    continue
+                guest = rec["seconds"] * rec["rounds"]
+                for key, per in r.floors:
+                    with self.subTest(record=name, run=r.name(), key=key):
+                        self.assertLessEqual(4 * per * guest / stress.TEST_SECONDS,
+                                             rec["totals"].get(key, 0))
 
     def test_the_test_command_only_asks_that_each_path_ran(self):
         r = stress.StressRun("slub-faults", "smp4", floors=(("runs", 1000), ("kfence", 200)))
