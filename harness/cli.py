@@ -457,8 +457,7 @@ def parser() -> argparse.ArgumentParser:
                    "all (those, SLAB fully preemptible on two NUMA nodes, the "
                    "debug kernels on four CPUs and SLOB without lockdep), or "
                    "config names: %s" % ", ".join(sorted(
-                       {r.config for r in stress.TEST_RUNS + stress.SOAK_RUNS
-                        + stress.EXTRA_RUNS + stress.KCSAN_RUNS})))
+                       {r.config for r in stress.select("all")})))
     record_opt(p)
     p = verb("soak", "the soak: ./bulk stress --runs soak, 30 minutes a run",
              "one run per allocator (SLUB, SLAB, SLOB on four CPUs, fault "
