@@ -189,9 +189,8 @@ SKIP_REASONS: dict[str, Callable[[Traits], bool]] = {
         lambda t: t.poisoned(),
     "needs ZONE_DMA with a known size (MAX_DMA_PFN) to force a failure":
         lambda t: not t.on("ZONE_DMA"),
-    "needs SLUB or SLAB, ZONE_DMA of a known size and on SLAB CONFIG_NET":
-        lambda t: t.alloc == "slob" or not t.on("ZONE_DMA")
-        or t.alloc == "slab" and not t.on("NET"),
+    "needs SLUB, or SLAB with CONFIG_NET":
+        lambda t: t.alloc == "slob" or t.alloc == "slab" and not t.on("NET"),
     "needs fault injection (CONFIG_FAULT_INJECTION)":
         lambda t: not t.on("FAULT_INJECTION"),
     # sbt_failing_points() in the contract suite.
