@@ -390,10 +390,12 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
          timeout: float | None = 600, tag: str | None = None,
          allow_fail: bool = False, shell: bool = False,
          gdb: bool = False,
-         qemu_extra: Sequence[str] = ()) -> BootResult | None:
+         qemu_extra: Sequence[str] = (),
+         mem: str = "1G") -> BootResult | None:
     """Boot the kernel of build/o/<tree>-<config>; returns its result (also
     saved as JSON beside the log), or None after an interactive boot.
-    @qemu_extra: more QEMU arguments (./bulk profile's plugin)."""
+    @qemu_extra: more QEMU arguments (./bulk profile's plugin); @mem: the
+    guest's memory (QEMU's -m)."""
     if mode not in MODES:
         raise StageError("boot", "unknown mode '%s' (%s)" % (
             mode, ", ".join(MODES)))
@@ -408,7 +410,7 @@ def boot(config: str, tree: str = "linux", mode: str = "exact",
     tag = tag or "%s-%s" % (mode, "+".join(load) or "smoke")
     cpio = make_initramfs(out, load, tag, shell, a)
     cmd = qemu_cmd(kernel, cpio, mode, kernel_cmdline(load, append, a.console),
-                   nic=has_nic(config), a=a) + list(qemu_extra)
+                   mem, nic=has_nic(config), a=a) + list(qemu_extra)
     if shell or gdb:
         interactive(cmd, gdb, out)
         return None

@@ -82,7 +82,9 @@ class StressRun:
     smp4: 4), extra command line, fault injection on or off, and the
     floors: (count, least times per boot) pairs, see floor_problems().
     @pressure: page allocations fail at PRESSURE_PERCENT and failslab
-    not at all, instead of both at FAULT_PERCENT.  @min_seconds: where
+    not at all, instead of both at FAULT_PERCENT.  @small: real memory
+    pressure instead, a guest of SMALL_MIB with the init's hog (give
+    faults=False with it).  @min_seconds: where
     the full floors are checked, a boot's rounds are lengthened to this
     many guest seconds in all, for kernels whose checks make the calls
     slow (run())."""
@@ -93,10 +95,12 @@ class StressRun:
     floors: tuple[tuple[str, int], ...] = ()
     pressure: bool = False
     min_seconds: int = 0
+    small: bool = False
 
     def injection(self) -> str:
         return (" pressure" if self.pressure else
-                " faults" if self.faults else "")
+                " faults" if self.faults else
+                " small" if self.small else "")
 
     def name(self) -> str:
         return "%s %s%s%s" % (self.config, self.mode, self.injection(),
@@ -155,6 +159,26 @@ KFENCE_FLOOR = (("kfence", 200),)
 KFENCE_SLOW_FLOOR = (("kfence", 20),)
 NUMA_FLOOR = (("other_node", 1000),)
 HOTPLUG_FLOOR = (("hotplug_cycles", 4),)
+# Real memory pressure: a guest of SMALL_MIB (1 GiB otherwise), in which
+# the init's hog (harness.hog, initramfs/init.c) writes HOG_MIB of
+# anonymous memory a MiB at a time and gives each MiB up with MADV_FREE,
+# over and over.  Reclaim drops those pages whenever memory runs short,
+# so the bulk calls run with free memory at the watermarks: their new
+# slabs come through kswapd's or direct reclaim, and allocations that may
+# not reclaim (GFP_ATOMIC, with IRQs or BHs off and in the timers'
+# softirq, which fault injection never fails) fail for want of memory;
+# no fault injection, and no OOM kill, since the hog's pages can always
+# go.  The run fails unless /proc/vmstat (printed by the init at the end)
+# shows pages of the hog dropped and tasks stalled in direct reclaim, and
+# no OOM kill.
+SMALL_MIB = 256
+HOG_MIB = 256
+VMSTAT_RE = re.compile(r"^harness: cat /proc/vmstat: (\w+) (\d+)$", re.M)
+# What the run's table shows of /proc/vmstat: direct reclaim stalls (the
+# allocstall_* counters summed), pages reclaimed by direct reclaim and by
+# kswapd, MADV_FREE pages dropped, OOM kills.
+VMSTAT_KEYS = ("allocstall", "pgsteal_direct", "pgsteal_kswapd",
+               "pglazyfreed", "oom_kill")
 # Bulk allocations failed under memory pressure: in 15 s with half the
 # page allocations failing, 3563 to 13374 of SLUB's 6415 to 25223 and
 # 2836 to 5045 of SLAB's 32124 to 53738 (with a quarter failing, SLUB's
@@ -171,7 +195,8 @@ PRESSURE_FLOOR = (("bulk_fails", 700),)
 # kernels (checkers.config): DEBUG_VM, DEBUG_LIST and KFENCE, and with
 # slub_debug=FZ the consistency checks of each run freed; SLUB fully
 # preemptible with two threads per CPU on two NUMA nodes; SLUB and SLAB
-# with CPUs going down and up, and under memory pressure.
+# with CPUs going down and up, and under injected memory pressure; each
+# allocator in a small guest under real memory pressure (SMALL_MIB).
 TEST_RUNS = [
     StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN,
               floors=GROUPED + SLUB_EVENTS + KFENCE_FLOOR),
@@ -196,6 +221,11 @@ TEST_RUNS = [
               floors=CALLS + HOTPLUG_FLOOR),
     StressRun("slab-faults", "smp4", CGROUP, pressure=True,
               floors=CALLS + PRESSURE_FLOOR),
+    StressRun("slub-faults", "smp4", CGROUP, faults=False, small=True,
+              floors=GROUPED + SLUB_EVENTS),
+    StressRun("slab-faults", "smp4", CGROUP, faults=False, small=True,
+              floors=CALLS),
+    StressRun("slob-debug", "smp", faults=False, small=True, floors=CALLS),
     StressRun("slab-debug", "smp", CGROUP, floors=CALLS),
     StressRun("slob-debug", "smp", floors=CALLS),
     StressRun("slob-debug", "smp4", floors=SLOW_CALLS,
@@ -277,6 +307,8 @@ def cmdline(r: StressRun, seconds: int, rounds: int, seed: int) -> str:
     parts = ["%s.seconds=%d" % (STRESS_MODULE, seconds),
              "%s.rounds=%d" % (STRESS_MODULE, rounds),
              "%s.seed=%d" % (STRESS_MODULE, seed)]
+    if r.small:
+        parts.append("harness.hog=%d harness.cat=/proc/vmstat" % HOG_MIB)
     if r.pressure:
         parts.append(fault_append(PRESSURE_PERCENT, failslab=False))
     elif r.faults:
@@ -296,6 +328,35 @@ def parse_rounds(text: str) -> list[dict[str, str]]:
             row.update(KV_RE.findall(m.group(2)))
             rows.append(row)
     return rows
+
+
+def parse_vmstat(text: str) -> dict[str, int]:
+    """VMSTAT_KEYS from the /proc/vmstat the init printed at the end;
+    empty when it printed none."""
+    stat: dict[str, int] = {}
+    for key, value in VMSTAT_RE.findall(text):
+        k = "allocstall" if key.startswith("allocstall_") else key
+        if k in VMSTAT_KEYS:
+            stat[k] = stat.get(k, 0) + int(value)
+    return stat
+
+
+def pressure_problems(vm: dict[str, int]) -> list[str]:
+    """A small run's proof that memory was short, and not too short."""
+    if not vm:
+        return ["a small-guest run, but the init printed no /proc/vmstat"]
+    out = []
+    if vm.get("oom_kill", 0):
+        out.append("the OOM killer ran %d time%s (the hog should always "
+                   "have given way): the guest is too small for the run"
+                   % (vm["oom_kill"], "" if vm["oom_kill"] == 1 else "s"))
+    if not vm.get("pglazyfreed", 0):
+        out.append("reclaim dropped none of the hog's pages: no memory "
+                   "pressure")
+    if not vm.get("allocstall", 0):
+        out.append("no task stalled in direct reclaim: memory was never "
+                   "short enough")
+    return out
 
 
 def round_seconds(text: str) -> list[float]:
@@ -352,6 +413,8 @@ class StressResult:
     boots: int = 1
     # Each boot's seed, in order.
     seeds: list[int] = dataclasses.field(default_factory=list)
+    # VMSTAT_KEYS at the end of each small-guest boot, summed over boots.
+    vmstat: dict[str, int] = dataclasses.field(default_factory=dict)
     # The run's floors, per boot (StressRun.floors).
     floors: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -462,7 +525,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
     tag = tag or r.tag()
     res = boot.boot(r.config, tree, r.mode, [STRESS_MODULE],
                     cmdline(r, seconds, rounds, seed), timeout, tag=tag,
-                    allow_fail=True)
+                    allow_fail=True,
+                    mem="%dM" % SMALL_MIB if r.small else "1G")
     assert res is not None
     with open(res.log, errors="replace") as f:
         text = f.read()
@@ -497,6 +561,9 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         problems.append("the run joins a memcg but no memcg charge was "
                         "checked (kmem accounting off?)")
     problems += condition_problems(r, text, rows)
+    vm = parse_vmstat(text) if r.small else {}
+    if r.small:
+        problems += pressure_problems(vm)
     if ok:
         problems += floor_problems(r, t, part, seconds * rounds, full_floors)
     if ok and "no shadow of the objects held" in part:
@@ -510,7 +577,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
                        round(time.time() - start), seeds=[seed],
-                       floors=dict(r.floors))
+                       floors=dict(r.floors), vmstat=vm)
     say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
                                      "; ".join(problems)))
     return out
@@ -529,7 +596,10 @@ def merge(parts: list[StressResult]) -> StressResult:
                         [x for p in parts for x in p.problems],
                         sum(p.splats for p in parts), cases, totals(rows), rows,
                         sum(p.wall_seconds for p in parts), len(parts),
-                        [s for p in parts for s in p.seeds], first.floors)
+                        [s for p in parts for s in p.seeds], first.floors,
+                        {k: sum(p.vmstat.get(k, 0) for p in parts)
+                         for k in dict.fromkeys(k for p in parts
+                                                for k in p.vmstat)})
 
 
 def soak_run(r: StressRun, minutes: float, seconds: int,
@@ -578,9 +648,11 @@ def render(results: list[StressResult], command: str) -> str:
         "a round also fails when the pages SLOB holds do not come back. "
         "Splats: console lines that fail a boot. Seeds: each boot's seed of "
         "the threads' random choices (`./bulk stress --runs CONFIG --seed N` "
-        "replays one; the threads' interleaving is the host's)."
+        "replays one; the threads' interleaving is the host's). *small*: "
+        "a guest of %d MiB under real memory pressure, no fault injection "
+        "(the third table)."
         % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT,
-           PRESSURE_PERCENT),
+           PRESSURE_PERCENT, SMALL_MIB),
         "",
         "| run | boots | seeds | guest time | host time | bulk allocs | "
         "objects | bulk frees | single | remote frees | softirq objects | "
@@ -602,6 +674,7 @@ def render(results: list[StressResult], command: str) -> str:
               "jiffies); host time: the boots' wall time, boot and checks "
               "included.", ""]
     lines += paths_table(results)
+    lines += pressure_table(results)
     lines += ["",
               "Logs: " + ", ".join("`%s`" % rel(log) for r in results
                                    for log in r.logs), ""]
@@ -651,6 +724,36 @@ def paths_table(results: list[StressResult]) -> list[str]:
             r.run, t["runs"], t["run_objs"], t["lone"], t["kfence"],
             t["other_node"], t.get(ZERO_KEY, 0), " | ".join(ev), hp,
             floors_text(r)))
+    return lines
+
+
+def pressure_table(results: list[StressResult]) -> list[str]:
+    """The small-guest runs' /proc/vmstat at the end of their boots."""
+    small = [r for r in results if r.vmstat]
+    if not small:
+        return []
+    lines = [
+        "",
+        "## Real memory pressure",
+        "",
+        "The *small* runs: a guest of %d MiB in which the init's hog writes "
+        "%d MiB of anonymous memory a MiB at a time and gives each MiB up "
+        "with MADV_FREE, over and over, from before the suite loads until "
+        "it has run (initramfs/init.c, harness.hog). From the guest's "
+        "/proc/vmstat at the end of each boot (summed over boots): times a "
+        "task (any: the hog, the suite's threads) stalled in direct "
+        "reclaim, pages reclaimed directly and by kswapd, pages of the hog "
+        "dropped, OOM kills. A small run fails without a stall or a "
+        "dropped page, or with an OOM kill." % (SMALL_MIB, HOG_MIB),
+        "",
+        "| run | direct reclaim stalls | reclaimed directly | by kswapd | "
+        "hog pages dropped | OOM kills |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in small:
+        v = r.vmstat
+        lines.append("| %s | %s |" % (r.run, " | ".join(
+            "%d" % v.get(k, 0) for k in VMSTAT_KEYS)))
     return lines
 
 

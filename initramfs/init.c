@@ -77,6 +77,17 @@
  *                            (e.g. a hist trigger of a kprobe event)
  *   harness.cat=path         (may repeat) print the file's lines, each as
  *                            "harness: cat <path>: <line>", after loading
+ *   harness.hog=MIB          memory pressure while the modules load: a child
+ *                            process (in the root memcg, started before
+ *                            harness.cgroup) writes MIB of anonymous memory
+ *                            a MiB at a time and gives each MiB up with
+ *                            MADV_FREE, over and over, from before the
+ *                            modules load (the init waits for its first
+ *                            pass) until they are loaded, then killed.  Reclaim can always drop
+ *                            those pages (no swap needed), so the kernel
+ *                            works with its free memory at the watermarks,
+ *                            in direct reclaim, and no OOM kill is needed
+ *                            as long as the rest fits
  * then prints "harness: tainted=T" (/proc/sys/kernel/tainted) and
  * "harness: status=N" and ends QEMU through isa-debug-exit
  * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
@@ -95,6 +106,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -443,6 +455,93 @@ static int cat_files(void)
 		fclose(f);
 	}
 	return bad;
+}
+
+/*
+ * harness.hog: see the top.  Only one MiB at a time is dirty, so the
+ * hog's own unreclaimable memory stays small; writing a page that reclaim
+ * dropped faults a new one in, itself through reclaim when memory is
+ * short.  Returns the child's pid, 0 without harness.hog, -1 on error.
+ */
+static pid_t start_hog(void)
+{
+	const size_t chunk = 1 << 20, page = 4096;
+	char arg[32], *end, *mem, done = 1;
+	size_t len, off, i;
+	int pass[2];
+	long mib;
+	pid_t pid;
+
+	if (!param("harness.hog", arg, sizeof(arg), NULL))
+		return 0;
+	mib = strtol(arg, &end, 10);
+	if (*end || mib < 1 || mib > 1 << 20) {
+		say("harness.hog=%s: give a number of MiB, 1 or more", arg);
+		return -1;
+	}
+	len = (size_t)mib * chunk;
+	if (pipe(pass)) {
+		say("hog: pipe failed: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		say("hog: fork failed: %s", strerror(errno));
+		return -1;
+	}
+	if (pid > 0) {
+		close(pass[1]);
+		/* Memory is full once the first pass is over. */
+		if (read(pass[0], &done, 1) != 1) {
+			say("hog: ended before its first pass was over");
+			close(pass[0]);
+			return -1;
+		}
+		close(pass[0]);
+		say("hog: %ld MiB, pid %d, first pass over", mib, (int)pid);
+		return pid;
+	}
+	close(pass[0]);
+	/* NORESERVE: the hog may map more than the guest has. */
+	mem = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED) {
+		say("hog: mmap of %ld MiB failed: %s", mib, strerror(errno));
+		_exit(1);
+	}
+	for (;;) {
+		for (off = 0; off < len; off += chunk) {
+			for (i = 0; i < chunk; i += page)
+				mem[off + i] = 1;
+			if (madvise(mem + off, chunk, MADV_FREE)) {
+				say("hog: MADV_FREE failed: %s", strerror(errno));
+				_exit(1);
+			}
+		}
+		if (pass[1] >= 0 && write(pass[1], &done, 1) == 1) {
+			close(pass[1]);
+			pass[1] = -1;
+		}
+	}
+}
+
+static int stop_hog(pid_t pid)
+{
+	int st;
+
+	if (pid <= 0)
+		return 0;
+	kill(pid, SIGKILL);
+	if (waitpid(pid, &st, 0) != pid) {
+		say("hog: waitpid failed: %s", strerror(errno));
+		return 1;
+	}
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+		say("hog: ended before the modules were loaded (status 0x%x)", st);
+		return 1;
+	}
+	say("hog: stopped");
+	return 0;
 }
 
 #if defined(__aarch64__)
@@ -1498,6 +1597,7 @@ int main(void)
 	char nokfence[512], interval[32] = "";
 	char *mods[MAX_MODS];
 	int nmods = 0, status = 0, i;
+	pid_t hog;
 
 	mount("proc", "/proc", "proc", 0, NULL);
 	mount("sysfs", "/sys", "sysfs", 0, NULL);
@@ -1507,6 +1607,9 @@ int main(void)
 	read_cmdline();
 	say("start (cmdline: %s)", cmdline);
 
+	hog = start_hog();
+	if (hog < 0)
+		status = 1;
 	if (param("harness.cgroup", group, sizeof(group), NULL) &&
 	    join_cgroup(group))
 		status = 1;
@@ -1551,6 +1654,9 @@ int main(void)
 		if (quiet && kfence_restore(interval))
 			status = 1;
 	}
+
+	if (stop_hog(hog))
+		status = 1;
 
 	if (param("harness.unload", unload, sizeof(unload), NULL) &&
 	    !strcmp(unload, "1")) {

@@ -265,6 +265,82 @@ class Arguments(unittest.TestCase):
         self.assertTrue(any("without its shadow" in p for p in res.problems),
                         res.problems)
 
+    VMSTAT = ("harness: cat /proc/vmstat: allocstall_dma 0\n"
+              "harness: cat /proc/vmstat: allocstall_dma32 5\n"
+              "harness: cat /proc/vmstat: allocstall_normal 7\n"
+              "harness: cat /proc/vmstat: pgsteal_direct 300\n"
+              "harness: cat /proc/vmstat: pgsteal_kswapd 400\n"
+              "harness: cat /proc/vmstat: pglazyfreed 650\n"
+              "harness: cat /proc/vmstat: pgscan_direct 999\n"
+              "harness: cat /proc/vmstat: oom_kill 0\n")
+
+    def test_vmstat_sums_the_stalls_and_keeps_what_the_table_shows(self):
+        self.assertEqual(stress.parse_vmstat(self.VMSTAT),
+                         {"allocstall": 12, "pgsteal_direct": 300,
+                          "pgsteal_kswapd": 400, "pglazyfreed": 650,
+                          "oom_kill": 0})
+        self.assertEqual(stress.parse_vmstat("harness: status=0\n"), {})
+
+    def test_a_small_run_must_show_pressure_and_no_oom_kill(self):
+        good = stress.parse_vmstat(self.VMSTAT)
+        self.assertEqual(stress.pressure_problems(good), [])
+        self.assertEqual(stress.pressure_problems({}),
+                         ["a small-guest run, but the init printed no /proc/vmstat"])
+        for key, value, words in (("oom_kill", 2, "OOM killer ran 2 times"),
+                                  ("pglazyfreed", 0, "dropped none"),
+                                  ("allocstall", 0, "direct reclaim")):
+            with self.subTest(key=key):
+                got = stress.pressure_problems(dict(good, **{key: value}))
+                self.assertEqual(len(got), 1, got)
+                self.assertIn(words, got[0])
+
+    def test_small_runs_boot_a_small_guest_with_the_hog_and_no_injection(self):
+        r = stress.StressRun("slab-faults", "smp4", stress.CGROUP, faults=False,
+                             small=True, floors=stress.CALLS)
+        line = stress.cmdline(r, 15, 1, 7)
+        self.assertIn("harness.hog=%d harness.cat=/proc/vmstat" % stress.HOG_MIB, line)
+        self.assertNotIn("fail_page_alloc", line)
+        self.assertNotIn("failslab", line)
+        self.assertIn(" small", r.name())
+        self.assertEqual(r.tag(), "stress-smp4-small-harness.cgroup_stress")
+        row = ("# slab_bulk_stress_round: stress round=1 cache=plain threads=4 "
+               "bulk_allocs=5000 bulk_frees=5000 remote_frees=5000 lost=0\n"
+               "# slab_bulk_stress_round: stress round=1 memcg_pages_before=3 "
+               "memcg_pages_after=3\n")
+        res, _ = self.fake_run(r, row + self.VMSTAT, seconds=15)
+        self.assertTrue(res.ok, res.problems)
+        self.assertEqual(res.vmstat["allocstall"], 12)
+        self.assertIn("| slab-faults smp4 small harness.cgroup=stress | 12 | 300 | "
+                      "400 | 650 | 0 |", stress.render([res], "cmd"))
+        res, _ = self.fake_run(r, row, seconds=15)
+        self.assertEqual(res.problems, ["a small-guest run, but the init printed "
+                                        "no /proc/vmstat"])
+        # Each allocator has one in the test command, on a kernel whose
+        # config has madvise() (configs/faults.config).
+        small = [x for x in stress.TEST_RUNS if x.small]
+        self.assertEqual(sorted(x.config.split("-")[0] for x in small),
+                         ["slab", "slob", "slub"])
+        for x in small:
+            self.assertFalse(x.faults or x.pressure, x.name())
+            self.assertIn("faults", stress.kconfig.CONFIG_SETS[x.config])
+        with open(os.path.join(os.path.dirname(stress.__file__), "..",
+                               "configs", "faults.config")) as f:
+            self.assertIn("CONFIG_ADVISE_SYSCALLS=y", f.read().split())
+
+    def test_the_small_guest_gets_its_memory(self):
+        seen = []
+
+        def fake_boot(config, tree, mode, modules, line, timeout, **kw):
+            seen.append(kw.get("mem"))
+            raise StageError("boot", "stop here")
+        with mock.patch("stress.check_built", lambda *a: None), \
+                mock.patch("stress.boot.boot", fake_boot):
+            for small in (True, False):
+                with self.assertRaisesRegex(StageError, "stop here"):
+                    stress.run(stress.StressRun("slub-faults", "smp4", faults=not small,
+                                                small=small), seed=1)
+        self.assertEqual(seen, ["%dM" % stress.SMALL_MIB, "1G"])
+
     def test_exact_mode_is_refused(self):
         with self.assertRaisesRegex(StageError, "several CPUs"):
             stress.run(stress.StressRun("slub-faults", "exact"))
