@@ -465,7 +465,7 @@ static int cat_files(void)
  */
 static pid_t start_hog(void)
 {
-	const size_t chunk = 1 << 20, page = 4096;
+	const size_t chunk = 1 << 20, page = sysconf(_SC_PAGESIZE);
 	char arg[32], *end, *mem, done = 1;
 	size_t len, off, i;
 	int pass[2];
