@@ -12,7 +12,10 @@ run's floor for it (StressRun.floors, per 15 guest seconds): the suite
 counts its bulk calls, what the arrays given to the bulk frees were made
 of (runs of one slab's objects, lone objects, KFENCE objects, objects of
 another node), SLUB's event counters where the kernel has them
-(configs/events.config) and the CPU hotplug cycles.
+(configs/events.config) and the CPU hotplug cycles.  A small-guest run
+(real memory pressure, no injection) also fails unless reclaim dropped
+pages of the init's hog and the suite's threads entered direct reclaim
+while the suite ran, or on an OOM kill (reclaim_figures()).
 
 Each boot draws a new seed for the threads' random choices (the module's
 seed parameter) unless one is given (./bulk stress --seed N): the seed is
@@ -83,8 +86,8 @@ class StressRun:
     floors: (count, least times per boot) pairs, see floor_problems().
     @pressure: page allocations fail at PRESSURE_PERCENT and failslab
     not at all, instead of both at FAULT_PERCENT.  @small: real memory
-    pressure instead, a guest of SMALL_MIB with the init's hog (give
-    faults=False with it).  @min_seconds: where
+    pressure instead, a guest of SMALL_MIB with the init's hog, never
+    with injection (faults=False).  @min_seconds: where
     the full floors are checked, a boot's rounds are lengthened to this
     many guest seconds in all, for kernels whose checks make the calls
     slow (run())."""
@@ -96,6 +99,11 @@ class StressRun:
     pressure: bool = False
     min_seconds: int = 0
     small: bool = False
+
+    def __post_init__(self) -> None:
+        if self.small and (self.faults or self.pressure):
+            raise ValueError("%s: a small-guest run injects no faults "
+                             "(faults=False, pressure=False)" % self.config)
 
     def injection(self) -> str:
         return (" pressure" if self.pressure else
@@ -160,25 +168,40 @@ KFENCE_SLOW_FLOOR = (("kfence", 20),)
 NUMA_FLOOR = (("other_node", 1000),)
 HOTPLUG_FLOOR = (("hotplug_cycles", 4),)
 # Real memory pressure: a guest of SMALL_MIB (1 GiB otherwise), in which
-# the init's hog (harness.hog, initramfs/init.c) writes HOG_MIB of
-# anonymous memory a MiB at a time and gives each MiB up with MADV_FREE,
-# over and over.  Reclaim drops those pages whenever memory runs short,
-# so the bulk calls run with free memory at the watermarks: their new
-# slabs come through kswapd's or direct reclaim, and allocations that may
-# not reclaim (GFP_ATOMIC, with IRQs or BHs off and in the timers'
-# softirq, which fault injection never fails) fail for want of memory;
-# no fault injection, and no OOM kill, since the hog's pages can always
-# go.  The run fails unless /proc/vmstat (printed by the init at the end)
-# shows pages of the hog dropped and tasks stalled in direct reclaim, and
-# no OOM kill.
+# the init's hog (harness.hog, initramfs/init.c) writes HOG_MIB, as much
+# as the guest has, of anonymous memory a MiB at a time and gives each MiB
+# up with MADV_FREE, over and over; the init loads the suite once the hog
+# has filled memory.  Reclaim can drop nearly all the hog's pages, so the
+# suite runs with free memory near the watermarks, kswapd reclaiming and
+# tasks whose allocations may reclaim entering direct reclaim, without
+# fault injection and without an OOM kill.  GFP_ATOMIC allocations may go
+# below the min watermark, where reclaiming tasks (the hog's faults too)
+# stop and reclaim, so they are not expected to fail here: the injected
+# runs cover the failure paths.  The run fails unless, while the suite
+# ran, reclaim dropped pages of the hog (/proc/vmstat, which the init
+# prints after the hog's first pass and at the end) and the suite's own
+# threads entered direct reclaim (a hist trigger on the event below, keyed
+# on the task's pid and shown with its name, armed after the first pass),
+# or on an OOM kill.
 SMALL_MIB = 256
-HOG_MIB = 256
-VMSTAT_RE = re.compile(r"^harness: cat /proc/vmstat: (\w+) (\d+)$", re.M)
-# What the run's table shows of /proc/vmstat: direct reclaim stalls (the
-# allocstall_* counters summed), pages reclaimed by direct reclaim and by
-# kswapd, MADV_FREE pages dropped, OOM kills.
+HOG_MIB = SMALL_MIB
+RECLAIM_EVENT = ("/sys/kernel/debug/tracing/events/vmscan/"
+                 "mm_vmscan_direct_reclaim_begin")
+# The suite's threads: kthread_create_on_cpu(..., "sbstress/%u").
+THREAD_COMM = "sbstress/"
+VMSTAT_RE = re.compile(r"^harness: (hog start|cat) /proc/vmstat: (\w+) (\d+)$",
+                       re.M)
+HIST_RE = re.compile(r"^harness: cat %s/hist: \{ common_pid: (\S+?) *"
+                     r"\[ *\d+\] \} hitcount: *(\d+)$"
+                     % re.escape(RECLAIM_EVENT), re.M)
+# What the run's third table shows, from /proc/vmstat's counters (the
+# allocstall_* ones summed) between the hog's first pass and the end:
+# direct reclaims by any task, pages reclaimed directly and by kswapd,
+# pages the hog gave up and pages of it dropped; OOM kills since boot;
+# the suite's threads' direct reclaims (the hist trigger).
 VMSTAT_KEYS = ("allocstall", "pgsteal_direct", "pgsteal_kswapd",
-               "pglazyfreed", "oom_kill")
+               "pglazyfree", "pglazyfreed", "oom_kill")
+SUITE_STALLS = "suite_stalls"
 # Bulk allocations failed under memory pressure: in 15 s with half the
 # page allocations failing, 3563 to 13374 of SLUB's 6415 to 25223 and
 # 2836 to 5045 of SLAB's 32124 to 53738 (with a quarter failing, SLUB's
@@ -308,7 +331,9 @@ def cmdline(r: StressRun, seconds: int, rounds: int, seed: int) -> str:
              "%s.rounds=%d" % (STRESS_MODULE, rounds),
              "%s.seed=%d" % (STRESS_MODULE, seed)]
     if r.small:
-        parts.append("harness.hog=%d harness.cat=/proc/vmstat" % HOG_MIB)
+        parts.append("harness.hog=%d harness.write=%s/trigger:hist:keys=common_pid.execname "
+                     "harness.cat=/proc/vmstat harness.cat=%s/hist"
+                     % (HOG_MIB, RECLAIM_EVENT, RECLAIM_EVENT))
     if r.pressure:
         parts.append(fault_append(PRESSURE_PERCENT, failslab=False))
     elif r.faults:
@@ -330,33 +355,53 @@ def parse_rounds(text: str) -> list[dict[str, str]]:
     return rows
 
 
-def parse_vmstat(text: str) -> dict[str, int]:
-    """VMSTAT_KEYS from the /proc/vmstat the init printed at the end;
-    empty when it printed none."""
-    stat: dict[str, int] = {}
-    for key, value in VMSTAT_RE.findall(text):
+def parse_vmstat(text: str) -> dict[str, dict[str, int]]:
+    """VMSTAT_KEYS of the two /proc/vmstat the init printed, by when:
+    'hog start' (after the hog's first pass) and 'cat' (at the end);
+    missing when it printed none."""
+    stat: dict[str, dict[str, int]] = {}
+    for when, key, value in VMSTAT_RE.findall(text):
         k = "allocstall" if key.startswith("allocstall_") else key
         if k in VMSTAT_KEYS:
-            stat[k] = stat.get(k, 0) + int(value)
+            at = stat.setdefault(when, {})
+            at[k] = at.get(k, 0) + int(value)
     return stat
 
 
-def pressure_problems(vm: dict[str, int]) -> list[str]:
-    """A small run's proof that memory was short, and not too short."""
-    if not vm:
-        return ["a small-guest run, but the init printed no /proc/vmstat"]
-    out = []
-    if vm.get("oom_kill", 0):
-        out.append("the OOM killer ran %d time%s (the hog should always "
-                   "have given way): the guest is too small for the run"
-                   % (vm["oom_kill"], "" if vm["oom_kill"] == 1 else "s"))
-    if not vm.get("pglazyfreed", 0):
-        out.append("reclaim dropped none of the hog's pages: no memory "
-                   "pressure")
-    if not vm.get("allocstall", 0):
-        out.append("no task stalled in direct reclaim: memory was never "
-                   "short enough")
-    return out
+def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
+    """A small run's figures for the third table (VMSTAT_KEYS, the end
+    minus the hog's first pass but oom_kill, and SUITE_STALLS) and its
+    problems: missing output, memory never short while the suite ran, an
+    OOM kill."""
+    stat = parse_vmstat(text)
+    problems = ["the init printed no /proc/vmstat %s" % where
+                for when, where in (("hog start", "after the hog's first pass"),
+                                    ("cat", "at the end"))
+                if when not in stat]
+    problems += ["/proc/vmstat has no %s" % k for k in VMSTAT_KEYS
+                 for when in stat if k not in stat[when]]
+    if "cat %s/hist:" % RECLAIM_EVENT not in text:
+        problems.append("no counts of the direct reclaims (%s/hist)"
+                        % RECLAIM_EVENT)
+    if problems:
+        return {}, sorted(set(problems), key=problems.index)
+    start, end = stat["hog start"], stat["cat"]
+    fig = {k: end[k] - start[k] for k in VMSTAT_KEYS}
+    fig["oom_kill"] = end["oom_kill"]
+    fig[SUITE_STALLS] = sum(int(n) for comm, n in HIST_RE.findall(text)
+                            if comm.startswith(THREAD_COMM))
+    if fig["oom_kill"]:
+        problems.append(
+            "the OOM killer ran %d time%s although the hog's pages were "
+            "reclaimable: memory leaked or pinned, or a guest too small"
+            % (fig["oom_kill"], "" if fig["oom_kill"] == 1 else "s"))
+    if not fig["pglazyfreed"]:
+        problems.append("reclaim dropped none of the hog's pages while the "
+                        "suite ran: no memory pressure")
+    if not fig[SUITE_STALLS]:
+        problems.append("the suite's threads never entered direct reclaim: "
+                        "memory was never short enough for them")
+    return fig, problems
 
 
 def round_seconds(text: str) -> list[float]:
@@ -413,8 +458,9 @@ class StressResult:
     boots: int = 1
     # Each boot's seed, in order.
     seeds: list[int] = dataclasses.field(default_factory=list)
-    # VMSTAT_KEYS at the end of each small-guest boot, summed over boots.
-    vmstat: dict[str, int] = dataclasses.field(default_factory=dict)
+    # A small-guest run's reclaim figures (reclaim_figures()), summed
+    # over boots.
+    reclaim: dict[str, int] = dataclasses.field(default_factory=dict)
     # The run's floors, per boot (StressRun.floors).
     floors: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -561,9 +607,10 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
         problems.append("the run joins a memcg but no memcg charge was "
                         "checked (kmem accounting off?)")
     problems += condition_problems(r, text, rows)
-    vm = parse_vmstat(text) if r.small else {}
+    reclaim: dict[str, int] = {}
     if r.small:
-        problems += pressure_problems(vm)
+        reclaim, found = reclaim_figures(text)
+        problems += found
     if ok:
         problems += floor_problems(r, t, part, seconds * rounds, full_floors)
     if ok and "no shadow of the objects held" in part:
@@ -577,7 +624,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
                        round(time.time() - start), seeds=[seed],
-                       floors=dict(r.floors), vmstat=vm)
+                       floors=dict(r.floors), reclaim=reclaim)
     say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
                                      "; ".join(problems)))
     return out
@@ -596,10 +643,11 @@ def merge(parts: list[StressResult]) -> StressResult:
                         [x for p in parts for x in p.problems],
                         sum(p.splats for p in parts), cases, totals(rows), rows,
                         sum(p.wall_seconds for p in parts), len(parts),
-                        [s for p in parts for s in p.seeds], first.floors,
-                        {k: sum(p.vmstat.get(k, 0) for p in parts)
-                         for k in dict.fromkeys(k for p in parts
-                                                for k in p.vmstat)})
+                        seeds=[s for p in parts for s in p.seeds],
+                        floors=first.floors,
+                        reclaim={k: sum(p.reclaim.get(k, 0) for p in parts)
+                                 for k in dict.fromkeys(
+                                     k for p in parts for k in p.reclaim)})
 
 
 def soak_run(r: StressRun, minutes: float, seconds: int,
@@ -642,7 +690,8 @@ def render(results: list[StressResult], command: str) -> str:
         "allocations; *pressure* runs: fail_page_alloc at %d%% of their page "
         "allocations and failslab off, so that bulk allocations fail where "
         "they need a new slab, mostly after taking objects. Injected: allocations that failed (bulk, single, "
-        "kmalloc). Lost: objects left in use after each round, summed "
+        "kmalloc; in the small runs, nothing injected, what failed for want "
+        "of memory). Lost: objects left in use after each round, summed "
         "over the private caches and (SLUB, SLAB) the kmalloc caches; n/a "
         "where the kernel keeps no count. SLOB has no kmalloc caches: there "
         "a round also fails when the pages SLOB holds do not come back. "
@@ -728,8 +777,8 @@ def paths_table(results: list[StressResult]) -> list[str]:
 
 
 def pressure_table(results: list[StressResult]) -> list[str]:
-    """The small-guest runs' /proc/vmstat at the end of their boots."""
-    small = [r for r in results if r.vmstat]
+    """The small-guest runs' reclaim figures."""
+    small = [r for r in results if " small" in r.run]
     if not small:
         return []
     lines = [
@@ -738,22 +787,32 @@ def pressure_table(results: list[StressResult]) -> list[str]:
         "",
         "The *small* runs: a guest of %d MiB in which the init's hog writes "
         "%d MiB of anonymous memory a MiB at a time and gives each MiB up "
-        "with MADV_FREE, over and over, from before the suite loads until "
-        "it has run (initramfs/init.c, harness.hog). From the guest's "
-        "/proc/vmstat at the end of each boot (summed over boots): times a "
-        "task (any: the hog, the suite's threads) stalled in direct "
-        "reclaim, pages reclaimed directly and by kswapd, pages of the hog "
-        "dropped, OOM kills. A small run fails without a stall or a "
-        "dropped page, or with an OOM kill." % (SMALL_MIB, HOG_MIB),
+        "with MADV_FREE, over and over (initramfs/init.c, harness.hog); the "
+        "suite loads once the hog has filled memory. Between then and the "
+        "end of each boot (summed over boots), from the guest's /proc/vmstat: "
+        "direct reclaims by any task (the hog's included), pages reclaimed "
+        "directly and by kswapd, pages the hog gave up with MADV_FREE and "
+        "pages of it dropped, and OOM kills (since boot); from a hist "
+        "trigger on "
+        "vmscan:mm_vmscan_direct_reclaim_begin keyed on the task, the "
+        "direct reclaims of the suite's own threads; *failed*: the suite's "
+        "allocations that failed (bulk, single, kmalloc, softirq; nothing "
+        "injected). A small run fails unless the hog's pages were dropped "
+        "and the suite's threads reclaimed, or on an OOM kill; n/a: its "
+        "figures were missing." % (SMALL_MIB, HOG_MIB),
         "",
-        "| run | direct reclaim stalls | reclaimed directly | by kswapd | "
-        "hog pages dropped | OOM kills |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| run | suite's direct reclaims | all direct reclaims | reclaimed "
+        "directly | by kswapd | hog pages given up | dropped | OOM kills | "
+        "failed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in small:
-        v = r.vmstat
-        lines.append("| %s | %s |" % (r.run, " | ".join(
-            "%d" % v.get(k, 0) for k in VMSTAT_KEYS)))
+        v = r.reclaim
+        cells = (["%d" % v[k] for k in (SUITE_STALLS,) + VMSTAT_KEYS] if v
+                 else ["n/a"] * (1 + len(VMSTAT_KEYS)))
+        lines.append("| %s | %s | %d |" % (
+            r.run, " | ".join(cells),
+            r.totals["injected"] + r.totals["softirq_fails"]))
     return lines
 
 

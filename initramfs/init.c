@@ -83,11 +83,13 @@
  *                            a MiB at a time and gives each MiB up with
  *                            MADV_FREE, over and over, from before the
  *                            modules load (the init waits for its first
- *                            pass) until they are loaded, then killed.  Reclaim can always drop
- *                            those pages (no swap needed), so the kernel
- *                            works with its free memory at the watermarks,
- *                            in direct reclaim, and no OOM kill is needed
- *                            as long as the rest fits
+ *                            pass, then prints /proc/vmstat as "harness:
+ *                            hog start /proc/vmstat: <line>") until they
+ *                            are loaded, then killed.  Reclaim can always drop
+ *                            nearly all those pages (no swap needed):
+ *                            with MIB at least the guest's memory, free
+ *                            memory stays near the watermarks, and no OOM
+ *                            kill is needed as long as the rest fits
  * then prints "harness: tainted=T" (/proc/sys/kernel/tainted) and
  * "harness: status=N" and ends QEMU through isa-debug-exit
  * (exit code (N << 1) | 1).  Falls back to reboot() (QEMU runs -no-reboot).
@@ -434,26 +436,32 @@ static int write_knobs(void)
 	return bad;
 }
 
+/* Prints the file's lines as "harness: <what> <path>: <line>". */
+static int print_file(const char *what, const char *path)
+{
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	if (!f) {
+		say("%s %s failed: %s (%d)", what, path, strerror(errno), errno);
+		return 1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		say("%s %s: %s", what, path, line);
+	}
+	fclose(f);
+	return 0;
+}
+
 static int cat_files(void)
 {
 	const char *from = NULL;
-	char path[256], line[512];
+	char path[256];
 	int bad = 0;
 
-	while (param("harness.cat", path, sizeof(path), &from)) {
-		FILE *f = fopen(path, "r");
-
-		if (!f) {
-			say("cat %s failed: %s (%d)", path, strerror(errno), errno);
-			bad = 1;
-			continue;
-		}
-		while (fgets(line, sizeof(line), f)) {
-			line[strcspn(line, "\n")] = '\0';
-			say("cat %s: %s", path, line);
-		}
-		fclose(f);
-	}
+	while (param("harness.cat", path, sizeof(path), &from))
+		bad |= print_file("cat", path);
 	return bad;
 }
 
@@ -476,7 +484,7 @@ static pid_t start_hog(void)
 		return 0;
 	mib = strtol(arg, &end, 10);
 	if (*end || mib < 1 || mib > 1 << 20) {
-		say("harness.hog=%s: give a number of MiB, 1 or more", arg);
+		say("harness.hog=%s: give a number of MiB, 1 to 1048576", arg);
 		return -1;
 	}
 	len = (size_t)mib * chunk;
@@ -487,18 +495,30 @@ static pid_t start_hog(void)
 	pid = fork();
 	if (pid < 0) {
 		say("hog: fork failed: %s", strerror(errno));
+		close(pass[0]);
+		close(pass[1]);
 		return -1;
 	}
 	if (pid > 0) {
+		int st = 0;
+
 		close(pass[1]);
 		/* Memory is full once the first pass is over. */
 		if (read(pass[0], &done, 1) != 1) {
-			say("hog: ended before its first pass was over");
+			waitpid(pid, &st, 0);
+			say("hog: ended before its first pass was over (%s %d)",
+			    WIFSIGNALED(st) ? "signal" : "exit status",
+			    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 			close(pass[0]);
 			return -1;
 		}
 		close(pass[0]);
 		say("hog: %ld MiB, pid %d, first pass over", mib, (int)pid);
+		if (print_file("hog start", "/proc/vmstat")) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			return -1;
+		}
 		return pid;
 	}
 	close(pass[0]);
@@ -531,6 +551,13 @@ static int stop_hog(pid_t pid)
 
 	if (pid <= 0)
 		return 0;
+	/* An OOM kill ends the hog with SIGKILL too: look before killing. */
+	if (waitpid(pid, &st, WNOHANG) == pid) {
+		say("hog: ended while the modules loaded (%s %d)",
+		    WIFSIGNALED(st) ? "signal" : "exit status",
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		return 1;
+	}
 	kill(pid, SIGKILL);
 	if (waitpid(pid, &st, 0) != pid) {
 		say("hog: waitpid failed: %s", strerror(errno));

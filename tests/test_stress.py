@@ -265,40 +265,73 @@ class Arguments(unittest.TestCase):
         self.assertTrue(any("without its shadow" in p for p in res.problems),
                         res.problems)
 
-    VMSTAT = ("harness: cat /proc/vmstat: allocstall_dma 0\n"
-              "harness: cat /proc/vmstat: allocstall_dma32 5\n"
-              "harness: cat /proc/vmstat: allocstall_normal 7\n"
-              "harness: cat /proc/vmstat: pgsteal_direct 300\n"
-              "harness: cat /proc/vmstat: pgsteal_kswapd 400\n"
-              "harness: cat /proc/vmstat: pglazyfreed 650\n"
-              "harness: cat /proc/vmstat: pgscan_direct 999\n"
-              "harness: cat /proc/vmstat: oom_kill 0\n")
+    @staticmethod
+    def vmstat(when, allocstall, lazyfree, lazyfreed, oom=0):
+        return "".join("harness: %s /proc/vmstat: %s %d\n" % (when, k, v) for k, v in (
+            ("allocstall_dma", 0), ("allocstall_normal", allocstall),
+            ("allocstall_movable", 1), ("pgsteal_direct", 10 * allocstall),
+            ("pgsteal_kswapd", 100 + allocstall), ("pgscan_direct", 999),
+            ("pglazyfree", lazyfree), ("pglazyfreed", lazyfreed), ("oom_kill", oom)))
+
+    HIST = ("harness: cat %s/hist: # event histogram\n"
+            "harness: cat %s/hist: { common_pid: sbstress/0      [        41] } hitcount:          3\n"
+            "harness: cat %s/hist: { common_pid: init            [        35] } hitcount:         40\n"
+            "harness: cat %s/hist: { common_pid: sbstress/3      [        44] } hitcount:          4\n"
+            "harness: cat %s/hist: Totals:\n") % ((stress.RECLAIM_EVENT,) * 5)
+
+    def small_log(self, end_lazyfreed=700, hist=None, oom=0):
+        return (self.vmstat("hog start", 5, 100, 50) +
+                self.vmstat("cat", 17, 900, end_lazyfreed, oom) +
+                (self.HIST if hist is None else hist))
 
     def test_vmstat_sums_the_stalls_and_keeps_what_the_table_shows(self):
-        self.assertEqual(stress.parse_vmstat(self.VMSTAT),
-                         {"allocstall": 12, "pgsteal_direct": 300,
-                          "pgsteal_kswapd": 400, "pglazyfreed": 650,
-                          "oom_kill": 0})
+        got = stress.parse_vmstat(self.vmstat("cat", 7, 1, 2))
+        self.assertEqual(got, {"cat": {"allocstall": 8, "pgsteal_direct": 70,
+                                       "pgsteal_kswapd": 107, "pglazyfree": 1,
+                                       "pglazyfreed": 2, "oom_kill": 0}})
         self.assertEqual(stress.parse_vmstat("harness: status=0\n"), {})
 
-    def test_a_small_run_must_show_pressure_and_no_oom_kill(self):
-        good = stress.parse_vmstat(self.VMSTAT)
-        self.assertEqual(stress.pressure_problems(good), [])
-        self.assertEqual(stress.pressure_problems({}),
-                         ["a small-guest run, but the init printed no /proc/vmstat"])
-        for key, value, words in (("oom_kill", 2, "OOM killer ran 2 times"),
-                                  ("pglazyfreed", 0, "dropped none"),
-                                  ("allocstall", 0, "direct reclaim")):
-            with self.subTest(key=key):
-                got = stress.pressure_problems(dict(good, **{key: value}))
+    def test_reclaim_figures_count_from_the_hogs_first_pass(self):
+        fig, problems = stress.reclaim_figures(self.small_log())
+        self.assertEqual(problems, [])
+        self.assertEqual(fig, {"allocstall": 12, "pgsteal_direct": 120,
+                               "pgsteal_kswapd": 12, "pglazyfree": 800,
+                               "pglazyfreed": 650, "oom_kill": 0,
+                               stress.SUITE_STALLS: 7})
+
+    def test_a_small_run_must_show_pressure_on_the_suite_and_no_oom_kill(self):
+        for log, words in (
+                (self.small_log(oom=2), "OOM killer ran 2 times although"),
+                (self.small_log(end_lazyfreed=50), "dropped none of the hog's pages"),
+                (self.small_log(hist=self.HIST.replace("sbstress", "kworker")),
+                 "suite's threads never entered direct reclaim"),
+                (self.small_log(hist=""), "no counts of the direct reclaims"),
+                (self.vmstat("cat", 17, 900, 700) + self.HIST,
+                 "no /proc/vmstat after the hog's first pass"),
+                (self.small_log().replace("pglazyfreed", "pgother"),
+                 "/proc/vmstat has no pglazyfreed")):
+            with self.subTest(words=words):
+                _, got = stress.reclaim_figures(log)
                 self.assertEqual(len(got), 1, got)
                 self.assertIn(words, got[0])
+
+    def test_a_small_run_injects_nothing(self):
+        with self.assertRaisesRegex(ValueError, "injects no faults"):
+            stress.StressRun("slub-faults", "smp4", small=True)
+        with self.assertRaisesRegex(ValueError, "injects no faults"):
+            stress.StressRun("slub-faults", "smp4", faults=False, pressure=True,
+                             small=True)
+        self.assertNotIn("harness.hog", stress.cmdline(
+            stress.StressRun("slub-faults", "smp4", faults=False), 15, 1, 7))
 
     def test_small_runs_boot_a_small_guest_with_the_hog_and_no_injection(self):
         r = stress.StressRun("slab-faults", "smp4", stress.CGROUP, faults=False,
                              small=True, floors=stress.CALLS)
         line = stress.cmdline(r, 15, 1, 7)
-        self.assertIn("harness.hog=%d harness.cat=/proc/vmstat" % stress.HOG_MIB, line)
+        self.assertIn("harness.hog=%d " % stress.HOG_MIB, line)
+        self.assertIn("harness.write=%s/trigger:hist:keys=common_pid.execname " % stress.RECLAIM_EVENT, line)
+        for path in ("/proc/vmstat", stress.RECLAIM_EVENT + "/hist"):
+            self.assertIn("harness.cat=%s" % path, line.split())
         self.assertNotIn("fail_page_alloc", line)
         self.assertNotIn("failslab", line)
         self.assertIn(" small", r.name())
@@ -307,14 +340,17 @@ class Arguments(unittest.TestCase):
                "bulk_allocs=5000 bulk_frees=5000 remote_frees=5000 lost=0\n"
                "# slab_bulk_stress_round: stress round=1 memcg_pages_before=3 "
                "memcg_pages_after=3\n")
-        res, _ = self.fake_run(r, row + self.VMSTAT, seconds=15)
+        res, _ = self.fake_run(r, row.replace("lost=0", "bulk_fails=2 softirq_fails=1 lost=0")
+                               + self.small_log(), seconds=15)
         self.assertTrue(res.ok, res.problems)
-        self.assertEqual(res.vmstat["allocstall"], 12)
-        self.assertIn("| slab-faults smp4 small harness.cgroup=stress | 12 | 300 | "
-                      "400 | 650 | 0 |", stress.render([res], "cmd"))
+        self.assertEqual(res.reclaim["allocstall"], 12)
+        self.assertIn("| slab-faults smp4 small harness.cgroup=stress | 7 | 12 | 120 | "
+                      "12 | 800 | 650 | 0 | 3 |", stress.render([res], "cmd"))
         res, _ = self.fake_run(r, row, seconds=15)
-        self.assertEqual(res.problems, ["a small-guest run, but the init printed "
-                                        "no /proc/vmstat"])
+        self.assertFalse(res.ok)
+        self.assertIn("no /proc/vmstat at the end", "; ".join(res.problems))
+        self.assertIn("| slab-faults smp4 small harness.cgroup=stress | n/a | n/a | n/a | "
+                      "n/a | n/a | n/a | n/a | 0 |", stress.render([res], "cmd"))
         # Each allocator has one in the test command, on a kernel whose
         # config has madvise() (configs/faults.config).
         small = [x for x in stress.TEST_RUNS if x.small]
@@ -361,6 +397,17 @@ class Report(unittest.TestCase):
         self.assertIn("| slub-faults smp faults | 1 | - | 30 s | 40 s | 11 | 901 |", md)
         self.assertIn("FAIL: 3 objects lost", md)
         self.assertIn("| 6 | 0 | 0 | pass |", md)
+
+    def test_merged_boots_keep_floors_and_reclaim_apart(self):
+        def one(stalls):
+            return stress.StressResult("r small", "slab-faults", "smp4", False, "", 15, 1,
+                                       ["/a.log"], True, [], 0, {"passed": 1}, {}, [], 20,
+                                       seeds=[stalls], floors={"bulk_allocs": 1000},
+                                       reclaim={"allocstall": stalls, "oom_kill": 0})
+        got = stress.merge([one(3), one(4)])
+        self.assertEqual(got.floors, {"bulk_allocs": 1000})
+        self.assertEqual(got.reclaim, {"allocstall": 7, "oom_kill": 0})
+        self.assertEqual(got.seeds, [3, 4])
 
     def test_soak_boots_add_up(self):
         rows = stress.parse_rounds(LOG)
