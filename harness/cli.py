@@ -453,6 +453,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", default="soak",
                    help="soak (default: one run per allocator, four CPUs, "
                    "fault injection), test (the test command's runs), "
+                   "small (its small-guest runs, real memory pressure), "
                    "kcsan (each allocator under KCSAN on two and four CPUs), "
                    "all (those, SLAB fully preemptible on two NUMA nodes, the "
                    "debug kernels on four CPUs and SLOB without lockdep), or "

@@ -220,6 +220,16 @@ PRESSURE_FLOOR = (("bulk_fails", 700),)
 # preemptible with two threads per CPU on two NUMA nodes; SLUB and SLAB
 # with CPUs going down and up, and under injected memory pressure; each
 # allocator in a small guest under real memory pressure (SMALL_MIB).
+# The small-guest runs (./bulk stress --runs small): each allocator under
+# real memory pressure, SLUB and SLAB on four CPUs, SLOB (one lock, and
+# lockdep in slob-debug) on two.
+SMALL_RUNS = [
+    StressRun("slub-faults", "smp4", CGROUP, faults=False, small=True,
+              floors=GROUPED + SLUB_EVENTS),
+    StressRun("slab-faults", "smp4", CGROUP, faults=False, small=True,
+              floors=CALLS),
+    StressRun("slob-debug", "smp", faults=False, small=True, floors=CALLS),
+]
 TEST_RUNS = [
     StressRun("slub-faults", "smp", CGROUP + " " + KFENCE_OFTEN,
               floors=GROUPED + SLUB_EVENTS + KFENCE_FLOOR),
@@ -244,11 +254,7 @@ TEST_RUNS = [
               floors=CALLS + HOTPLUG_FLOOR),
     StressRun("slab-faults", "smp4", CGROUP, pressure=True,
               floors=CALLS + PRESSURE_FLOOR),
-    StressRun("slub-faults", "smp4", CGROUP, faults=False, small=True,
-              floors=GROUPED + SLUB_EVENTS),
-    StressRun("slab-faults", "smp4", CGROUP, faults=False, small=True,
-              floors=CALLS),
-    StressRun("slob-debug", "smp", faults=False, small=True, floors=CALLS),
+] + SMALL_RUNS + [
     StressRun("slab-debug", "smp", CGROUP, floors=CALLS),
     StressRun("slob-debug", "smp", floors=CALLS),
     StressRun("slob-debug", "smp4", floors=SLOW_CALLS,
@@ -853,7 +859,8 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def select(names: str, allocs: str = "") -> list[StressRun]:
-    """--runs: 'soak' (default), 'test', 'kcsan', 'all', or config names; allocs
+    """--runs: 'soak' (default), 'test', 'small', 'kcsan', 'all', or config
+    names; allocs
     (./bulk soak --alloc): the soak's runs of these allocators alone."""
     every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS +
                                KCSAN_RUNS))
@@ -864,6 +871,8 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
         return TEST_RUNS
     if names == "kcsan":
         return KCSAN_RUNS
+    if names == "small":
+        return SMALL_RUNS
     if names == "all":
         return every
     wanted = [n for n in names.split(",") if n]
@@ -871,7 +880,7 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
     bad = [n for n in wanted if n not in known]
     if bad or not wanted:
         raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
-                         "test, kcsan or all alone, or config names: %s" % (
+                         "test, small, kcsan or all alone, or config names: %s" % (
                              ", ".join(bad) or names, ", ".join(sorted(known))))
     return [r for r in every if r.config in wanted]
 

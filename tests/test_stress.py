@@ -178,6 +178,8 @@ class Arguments(unittest.TestCase):
     def test_named_selections(self):
         self.assertEqual(stress.select("soak"), stress.SOAK_RUNS)
         self.assertEqual(stress.select("test"), stress.TEST_RUNS)
+        self.assertEqual(stress.select("small"), stress.SMALL_RUNS)
+        self.assertTrue(all(r in stress.TEST_RUNS and r.small for r in stress.SMALL_RUNS))
         self.assertTrue(all(r.config == "slob-debug" for r in stress.select("slob-debug")))
 
     def test_only_the_soak_writes_results_stress(self):
@@ -582,7 +584,7 @@ class Floors(unittest.TestCase):
         runs = {r.name(): r for r in stress.select("all")}
         root = os.path.join(os.path.dirname(stress.__file__), "..", "results",
                             "stress")
-        for name in ("stress-test.json", "stress-kcsan.json"):
+        for name in ("stress-test.json", "stress-small.json", "stress-kcsan.json"):
             with open(os.path.join(root, name)) as f:
                 recorded = json.load(f)["runs"]
             for rec in recorded:
