@@ -15,7 +15,8 @@ another node), SLUB's event counters where the kernel has them
 (configs/events.config) and the CPU hotplug cycles.  A small-guest run
 (real memory pressure, no injection) also fails unless reclaim dropped
 pages of the init's hog and the suite's threads entered direct reclaim
-while the suite ran, or on an OOM kill (reclaim_figures()).
+between the hog's first pass and the end of the boot (the suite's rounds
+within it), or on an OOM kill (reclaim_figures()).
 
 Each boot draws a new seed for the threads' random choices (the module's
 seed parameter) unless one is given (./bulk stress --seed N): the seed is
@@ -177,9 +178,10 @@ HOTPLUG_FLOOR = (("hotplug_cycles", 4),)
 # fault injection and without an OOM kill.  GFP_ATOMIC allocations may go
 # below the min watermark, where reclaiming tasks (the hog's faults too)
 # stop and reclaim, so they are not expected to fail here: the injected
-# runs cover the failure paths.  The run fails unless, while the suite
-# ran, reclaim dropped pages of the hog (/proc/vmstat, which the init
-# prints after the hog's first pass and at the end) and the suite's own
+# runs cover the failure paths.  The run fails unless, between the hog's
+# first pass and the end of the boot (the suite's rounds within it),
+# reclaim dropped pages of the hog (/proc/vmstat, which the init prints
+# at both) and the suite's own
 # threads entered direct reclaim (a hist trigger on the event below, keyed
 # on the task's pid and shown with its name, armed after the first pass),
 # or on an OOM kill.
@@ -187,13 +189,17 @@ SMALL_MIB = 256
 HOG_MIB = SMALL_MIB
 RECLAIM_EVENT = ("/sys/kernel/debug/tracing/events/vmscan/"
                  "mm_vmscan_direct_reclaim_begin")
-# The suite's threads: kthread_create_on_cpu(..., "sbstress/%u").
+# The suite's threads: kthread_create_on_cpu(..., "sbstress/%u") (its
+# hotplug thread, "sbstress/hp", makes no allocations to count).
 THREAD_COMM = "sbstress/"
 VMSTAT_RE = re.compile(r"^harness: (hog start|cat) /proc/vmstat: (\w+) (\d+)$",
                        re.M)
 HIST_RE = re.compile(r"^harness: cat %s/hist: \{ common_pid: (\S+?) *"
                      r"\[ *\d+\] \} hitcount: *(\d+)$"
                      % re.escape(RECLAIM_EVENT), re.M)
+# The hist's totals: entries it holds, events it could not record.
+HIST_TOTAL_RE = re.compile(r"^harness: cat %s/hist: +(Entries|Dropped): (\d+)$"
+                           % re.escape(RECLAIM_EVENT), re.M)
 # What the run's third table shows, from /proc/vmstat's counters (the
 # allocstall_* ones summed) between the hog's first pass and the end:
 # direct reclaims by any task, pages reclaimed directly and by kswapd,
@@ -377,8 +383,8 @@ def parse_vmstat(text: str) -> dict[str, dict[str, int]]:
 def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
     """A small run's figures for the third table (VMSTAT_KEYS, the end
     minus the hog's first pass but oom_kill, and SUITE_STALLS) and its
-    problems: missing output, memory never short while the suite ran, an
-    OOM kill."""
+    problems: missing or unreadable output, memory never short between
+    the hog's first pass and the end, an OOM kill."""
     stat = parse_vmstat(text)
     problems = ["the init printed no /proc/vmstat %s" % where
                 for when, where in (("hog start", "after the hog's first pass"),
@@ -389,6 +395,17 @@ def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
     if "cat %s/hist:" % RECLAIM_EVENT not in text:
         problems.append("no counts of the direct reclaims (%s/hist)"
                         % RECLAIM_EVENT)
+    else:
+        entries = HIST_RE.findall(text)
+        totals = dict(HIST_TOTAL_RE.findall(text))
+        if int(totals.get("Entries", -1)) != len(entries):
+            problems.append("the hist lists %s entries, %d of them read: "
+                            "its lines changed or were split" % (
+                                totals.get("Entries", "no count of its"),
+                                len(entries)))
+        if int(totals.get("Dropped", 0)):
+            problems.append("the hist dropped %s direct reclaims" %
+                            totals["Dropped"])
     if problems:
         return {}, sorted(set(problems), key=problems.index)
     start, end = stat["hog start"], stat["cat"]
@@ -402,8 +419,8 @@ def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
             "reclaimable: memory leaked or pinned, or a guest too small"
             % (fig["oom_kill"], "" if fig["oom_kill"] == 1 else "s"))
     if not fig["pglazyfreed"]:
-        problems.append("reclaim dropped none of the hog's pages while the "
-                        "suite ran: no memory pressure")
+        problems.append("reclaim dropped none of the hog's pages after its "
+                        "first pass: no memory pressure")
     if not fig[SUITE_STALLS]:
         problems.append("the suite's threads never entered direct reclaim: "
                         "memory was never short enough for them")
@@ -467,6 +484,7 @@ class StressResult:
     # A small-guest run's reclaim figures (reclaim_figures()), summed
     # over boots.
     reclaim: dict[str, int] = dataclasses.field(default_factory=dict)
+    small: bool = False
     # The run's floors, per boot (StressRun.floors).
     floors: dict[str, int] = dataclasses.field(default_factory=dict)
 
@@ -630,7 +648,7 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
                        round(time.time() - start), seeds=[seed],
-                       floors=dict(r.floors), reclaim=reclaim)
+                       floors=dict(r.floors), reclaim=reclaim, small=r.small)
     say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
                                      "; ".join(problems)))
     return out
@@ -653,7 +671,8 @@ def merge(parts: list[StressResult]) -> StressResult:
                         floors=first.floors,
                         reclaim={k: sum(p.reclaim.get(k, 0) for p in parts)
                                  for k in dict.fromkeys(
-                                     k for p in parts for k in p.reclaim)})
+                                     k for p in parts for k in p.reclaim)},
+                        small=first.small)
 
 
 def soak_run(r: StressRun, minutes: float, seconds: int,
@@ -673,12 +692,26 @@ def summary(res: StressResult) -> str:
     t = res.totals
     return ("%d s, seed%s %s: %d bulk allocations (%d objects), %d remote "
             "frees, %d kfree_bulk() calls, %d runs and %d lone objects freed "
-            "in bulk, %d injected failures, lost %s" % (
+            "in bulk, %d %s, lost %s" % (
                 res.wall_seconds, "s" if len(res.seeds) > 1 else "",
                 ", ".join(str(x) for x in res.seeds), t["bulk_allocs"],
                 t["bulk_objs"], t["remote_frees"], t["kfree_bulks"],
                 t.get("runs", 0), t.get("lone", 0), t["injected"],
+                "injected failures" if res.faults else
+                "failed allocations (nothing injected)",
                 t["lost"] if t["lost"] >= 0 else "n/a (no count)"))
+
+
+def injection_text(results: list[StressResult]) -> str:
+    """render()'s words on fault injection, for the runs that have it."""
+    if not any(r.faults for r in results):
+        return "No run injects faults. "
+    return ("Faults: failslab and fail_page_alloc (SLOB: fail_page_alloc "
+            "only, 6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
+            "allocations; *pressure* runs: fail_page_alloc at %d%% of their "
+            "page allocations and failslab off, so that bulk allocations fail "
+            "where they need a new slab, mostly after taking objects. " % (
+                FAULT_PERCENT, PRESSURE_PERCENT))
 
 
 def render(results: list[StressResult], command: str) -> str:
@@ -690,24 +723,21 @@ def render(results: list[StressResult], command: str) -> str:
         "and single allocations and frees, remote frees, `kfree_bulk()` and "
         "`kmem_cache_shrink()` on five caches (plain, ctor, "
         "SLAB_TYPESAFE_BY_RCU, SLAB_ACCOUNT in a non-root memcg where the "
-        "run joins one, debug flags) and the kmalloc caches. "
-        "Faults: failslab and fail_page_alloc (SLOB: fail_page_alloc only, "
-        "6.1's failslab needs SLAB or SLUB) at %d%% of the threads' "
-        "allocations; *pressure* runs: fail_page_alloc at %d%% of their page "
-        "allocations and failslab off, so that bulk allocations fail where "
-        "they need a new slab, mostly after taking objects. Injected: allocations that failed (bulk, single, "
-        "kmalloc; in the small runs, nothing injected, what failed for want "
+        "run joins one, debug flags) and the kmalloc caches. %s"
+        "Injected: allocations that failed (bulk, single, "
+        "kmalloc; in runs without injection, what failed for want "
         "of memory). Lost: objects left in use after each round, summed "
         "over the private caches and (SLUB, SLAB) the kmalloc caches; n/a "
         "where the kernel keeps no count. SLOB has no kmalloc caches: there "
         "a round also fails when the pages SLOB holds do not come back. "
         "Splats: console lines that fail a boot. Seeds: each boot's seed of "
         "the threads' random choices (`./bulk stress --runs CONFIG --seed N` "
-        "replays one; the threads' interleaving is the host's). *small*: "
-        "a guest of %d MiB under real memory pressure, no fault injection "
-        "(the third table)."
-        % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE, FAULT_PERCENT,
-           PRESSURE_PERCENT, SMALL_MIB),
+        "replays one; the threads' interleaving is the host's).%s"
+        % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE,
+           injection_text(results),
+           " *small*: a guest of %d MiB under real memory pressure, no fault "
+           "injection (the third table)." % SMALL_MIB
+           if any(r.small for r in results) else ""),
         "",
         "| run | boots | seeds | guest time | host time | bulk allocs | "
         "objects | bulk frees | single | remote frees | softirq objects | "
@@ -784,7 +814,7 @@ def paths_table(results: list[StressResult]) -> list[str]:
 
 def pressure_table(results: list[StressResult]) -> list[str]:
     """The small-guest runs' reclaim figures."""
-    small = [r for r in results if " small" in r.run]
+    small = [r for r in results if r.small]
     if not small:
         return []
     lines = [

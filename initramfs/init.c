@@ -85,7 +85,7 @@
  *                            modules load (the init waits for its first
  *                            pass, then prints /proc/vmstat as "harness:
  *                            hog start /proc/vmstat: <line>") until they
- *                            are loaded, then killed.  Reclaim can always drop
+ *                            are loaded, then killed.  Reclaim can drop
  *                            nearly all those pages (no swap needed):
  *                            with MIB at least the guest's memory, free
  *                            memory stays near the watermarks, and no OOM
@@ -551,7 +551,11 @@ static int stop_hog(pid_t pid)
 
 	if (pid <= 0)
 		return 0;
-	/* An OOM kill ends the hog with SIGKILL too: look before killing. */
+	/*
+	 * A hog that already ended (an OOM kill, which ends it with SIGKILL
+	 * as this does, or a failure) is named here; one killed but not yet
+	 * gone is not, and the harness checks /proc/vmstat's oom_kill.
+	 */
 	if (waitpid(pid, &st, WNOHANG) == pid) {
 		say("hog: ended while the modules loaded (%s %d)",
 		    WIFSIGNALED(st) ? "signal" : "exit status",

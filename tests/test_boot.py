@@ -26,6 +26,12 @@ class FakeQemuBoot(unittest.TestCase):
         with open(res.log) as f:
             self.assertIn("harness: status=0", f.read())
 
+    def test_the_guest_gets_the_memory_asked(self):
+        fake_qemu(self, CONSOLE, rc=1)
+        for mem, want in ((None, "1G"), ("256M", "256M")):
+            res = boot.boot("slub", tag="t", **({"mem": mem} if mem else {}))
+            self.assertEqual(res.cmd[res.cmd.index("-m") + 1], want)
+
     def test_nonzero_status_fails_naming_the_log(self):
         fake_qemu(self, CONSOLE.replace("status=0", "status=1"), rc=3)
         with self.assertRaises(StageError) as e:

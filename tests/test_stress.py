@@ -279,10 +279,13 @@ class Arguments(unittest.TestCase):
             "harness: cat %s/hist: { common_pid: sbstress/0      [        41] } hitcount:          3\n"
             "harness: cat %s/hist: { common_pid: init            [        35] } hitcount:         40\n"
             "harness: cat %s/hist: { common_pid: sbstress/3      [        44] } hitcount:          4\n"
-            "harness: cat %s/hist: Totals:\n") % ((stress.RECLAIM_EVENT,) * 5)
+            "harness: cat %s/hist: Totals:\n"
+            "harness: cat %s/hist:     Hits: 47\n"
+            "harness: cat %s/hist:     Entries: 3\n"
+            "harness: cat %s/hist:     Dropped: 0\n") % ((stress.RECLAIM_EVENT,) * 8)
 
     def small_log(self, end_lazyfreed=700, hist=None, oom=0):
-        return (self.vmstat("hog start", 5, 100, 50) +
+        return (self.vmstat("hog start", 5, 100, 50, min(oom, 1)) +
                 self.vmstat("cat", 17, 900, end_lazyfreed, oom) +
                 (self.HIST if hist is None else hist))
 
@@ -308,6 +311,11 @@ class Arguments(unittest.TestCase):
                 (self.small_log(hist=self.HIST.replace("sbstress", "kworker")),
                  "suite's threads never entered direct reclaim"),
                 (self.small_log(hist=""), "no counts of the direct reclaims"),
+                (self.small_log(hist=self.HIST.replace("} hitcount:         40",
+                                                       "} hits:         40")),
+                 "the hist lists 3 entries, 2 of them read"),
+                (self.small_log(hist=self.HIST.replace("Dropped: 0", "Dropped: 5")),
+                 "the hist dropped 5 direct reclaims"),
                 (self.vmstat("cat", 17, 900, 700) + self.HIST,
                  "no /proc/vmstat after the hog's first pass"),
                 (self.small_log().replace("pglazyfreed", "pgother"),
@@ -363,7 +371,9 @@ class Arguments(unittest.TestCase):
             self.assertIn("faults", stress.kconfig.CONFIG_SETS[x.config])
         with open(os.path.join(os.path.dirname(stress.__file__), "..",
                                "configs", "faults.config")) as f:
-            self.assertIn("CONFIG_ADVISE_SYSCALLS=y", f.read().split())
+            lines = f.read().split()
+        for option in ("ADVISE_SYSCALLS", "FTRACE", "HIST_TRIGGERS"):
+            self.assertIn("CONFIG_%s=y" % option, lines)
 
     def test_the_small_guest_gets_its_memory(self):
         seen = []
