@@ -40,12 +40,14 @@ CONFIG_SETS = {
     # SLAB or SLUB).
     # SLUB's and SLAB's with the checkers that see the paths the debug
     # kernels' hooks bypass (checkers.config); SLUB's with its event
-    # counters, for the stress runs' floors (events.config).
+    # counters, for the stress runs' floors (events.config).  The three
+    # that the small-guest stress runs boot: madvise() and hist triggers
+    # (reclaim.config).
     "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab",
-                    "checkers", "events"],
+                    "checkers", "events", "reclaim"],
     "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab",
-                    "checkers"],
-    "slob-debug": ["common", "slob", "slob-debug", "faults"],
+                    "checkers", "reclaim"],
+    "slob-debug": ["common", "slob", "slob-debug", "faults", "reclaim"],
     # SLOB without lockdep, for ./bulk stress --runs all only.
     "slob-faults": ["common", "slob", "faults"],
     # KCSAN at -smp 2 and 4 (./bulk stress --runs kcsan): the faults

@@ -308,7 +308,8 @@ class TestPlan(unittest.TestCase):
             self.assertEqual(kconfig.CONFIG_SETS[config],
                              kconfig.CONFIG_SETS[alloc] + ["faults", "failslab",
                                                            "checkers"]
-                             + (["events"] if alloc == "slub" else []))
+                             + (["events"] if alloc == "slub" else [])
+                             + ["reclaim"])
 
 
 if __name__ == "__main__":

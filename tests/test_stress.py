@@ -362,15 +362,15 @@ class Arguments(unittest.TestCase):
         self.assertIn("| slab-faults smp4 small harness.cgroup=stress | n/a | n/a | n/a | "
                       "n/a | n/a | n/a | n/a | 0 |", stress.render([res], "cmd"))
         # Each allocator has one in the test command, on a kernel whose
-        # config has madvise() (configs/faults.config).
+        # config has madvise() and hist triggers (configs/reclaim.config).
         small = [x for x in stress.TEST_RUNS if x.small]
         self.assertEqual(sorted(x.config.split("-")[0] for x in small),
                          ["slab", "slob", "slub"])
         for x in small:
             self.assertFalse(x.faults or x.pressure, x.name())
-            self.assertIn("faults", stress.kconfig.CONFIG_SETS[x.config])
+            self.assertIn("reclaim", stress.kconfig.CONFIG_SETS[x.config])
         with open(os.path.join(os.path.dirname(stress.__file__), "..",
-                               "configs", "faults.config")) as f:
+                               "configs", "reclaim.config")) as f:
             lines = f.read().split()
         for option in ("ADVISE_SYSCALLS", "FTRACE", "HIST_TRIGGERS"):
             self.assertIn("CONFIG_%s=y" % option, lines)
