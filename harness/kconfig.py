@@ -41,8 +41,7 @@ CONFIG_SETS = {
     # SLUB's and SLAB's with the checkers that see the paths the debug
     # kernels' hooks bypass (checkers.config); SLUB's with its event
     # counters, for the stress runs' floors (events.config).  The three
-    # that the small-guest stress runs boot: madvise() and hist triggers
-    # (reclaim.config).
+    # that the small-guest stress runs boot: madvise() (reclaim.config).
     "slub-faults": ["common", "hardening", "slub", "bench", "faults", "failslab",
                     "checkers", "events", "reclaim"],
     "slab-faults": ["common", "hardening", "slab", "bench", "faults", "failslab",

@@ -14,9 +14,10 @@ of (runs of one slab's objects, lone objects, KFENCE objects, objects of
 another node), SLUB's event counters where the kernel has them
 (configs/events.config) and the CPU hotplug cycles.  A small-guest run
 (real memory pressure, no injection) also fails unless reclaim dropped
-pages of the init's hog and the suite's threads entered direct reclaim
-between the hog's first pass and the end of the boot (the suite's rounds
-within it), or on an OOM kill (reclaim_figures()).
+pages of the init's hog and some task (the hog's faults count too)
+entered direct reclaim between the hog's first pass and the end of the
+boot (the suite's rounds within it), or on an OOM kill
+(reclaim_figures()).
 
 Each boot draws a new seed for the threads' random choices (the module's
 seed parameter) unless one is given (./bulk stress --seed N): the seed is
@@ -180,34 +181,19 @@ HOTPLUG_FLOOR = (("hotplug_cycles", 4),)
 # stop and reclaim, so they are not expected to fail here: the injected
 # runs cover the failure paths.  The run fails unless, between the hog's
 # first pass and the end of the boot (the suite's rounds within it),
-# reclaim dropped pages of the hog (/proc/vmstat, which the init prints
-# at both) and the suite's own
-# threads entered direct reclaim (a hist trigger on the event below, keyed
-# on the task's pid and shown with its name, armed after the first pass),
-# or on an OOM kill.
+# reclaim dropped pages of the hog and some task entered direct reclaim
+# (/proc/vmstat, which the init prints at both; which tasks, it does not
+# say: the hog's own faults count), or on an OOM kill.
 SMALL_MIB = 256
 HOG_MIB = SMALL_MIB
-RECLAIM_EVENT = ("/sys/kernel/debug/tracing/events/vmscan/"
-                 "mm_vmscan_direct_reclaim_begin")
-# The suite's threads: kthread_create_on_cpu(..., "sbstress/%u") (its
-# hotplug thread, "sbstress/hp", makes no allocations to count).
-THREAD_COMM = "sbstress/"
 VMSTAT_RE = re.compile(r"^harness: (hog start|cat) /proc/vmstat: (\w+) (\d+)$",
                        re.M)
-HIST_RE = re.compile(r"^harness: cat %s/hist: \{ common_pid: (\S+?) *"
-                     r"\[ *\d+\] \} hitcount: *(\d+)$"
-                     % re.escape(RECLAIM_EVENT), re.M)
-# The hist's totals: entries it holds, events it could not record.
-HIST_TOTAL_RE = re.compile(r"^harness: cat %s/hist: +(Entries|Dropped): (\d+)$"
-                           % re.escape(RECLAIM_EVENT), re.M)
 # What the run's third table shows, from /proc/vmstat's counters (the
 # allocstall_* ones summed) between the hog's first pass and the end:
 # direct reclaims by any task, pages reclaimed directly and by kswapd,
-# pages the hog gave up and pages of it dropped; OOM kills since boot;
-# the suite's threads' direct reclaims (the hist trigger).
+# pages the hog gave up and pages of it dropped; OOM kills since boot.
 VMSTAT_KEYS = ("allocstall", "pgsteal_direct", "pgsteal_kswapd",
                "pglazyfree", "pglazyfreed", "oom_kill")
-SUITE_STALLS = "suite_stalls"
 # Bulk allocations failed under memory pressure: in 15 s with half the
 # page allocations failing, 3563 to 13374 of SLUB's 6415 to 25223 and
 # 2836 to 5045 of SLAB's 32124 to 53738 (with a quarter failing, SLUB's
@@ -343,9 +329,7 @@ def cmdline(r: StressRun, seconds: int, rounds: int, seed: int) -> str:
              "%s.rounds=%d" % (STRESS_MODULE, rounds),
              "%s.seed=%d" % (STRESS_MODULE, seed)]
     if r.small:
-        parts.append("harness.hog=%d harness.write=%s/trigger:hist:keys=common_pid.execname "
-                     "harness.cat=/proc/vmstat harness.cat=%s/hist"
-                     % (HOG_MIB, RECLAIM_EVENT, RECLAIM_EVENT))
+        parts.append("harness.hog=%d harness.cat=/proc/vmstat" % HOG_MIB)
     if r.pressure:
         parts.append(fault_append(PRESSURE_PERCENT, failslab=False))
     elif r.faults:
@@ -382,9 +366,9 @@ def parse_vmstat(text: str) -> dict[str, dict[str, int]]:
 
 def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
     """A small run's figures for the third table (VMSTAT_KEYS, the end
-    minus the hog's first pass but oom_kill, and SUITE_STALLS) and its
-    problems: missing or unreadable output, memory never short between
-    the hog's first pass and the end, an OOM kill."""
+    minus the hog's first pass but oom_kill) and its problems: missing
+    output, memory never short between the hog's first pass and the end,
+    an OOM kill."""
     stat = parse_vmstat(text)
     problems = ["the init printed no /proc/vmstat %s" % where
                 for when, where in (("hog start", "after the hog's first pass"),
@@ -392,27 +376,11 @@ def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
                 if when not in stat]
     problems += ["/proc/vmstat has no %s" % k for k in VMSTAT_KEYS
                  for when in stat if k not in stat[when]]
-    if "cat %s/hist:" % RECLAIM_EVENT not in text:
-        problems.append("no counts of the direct reclaims (%s/hist)"
-                        % RECLAIM_EVENT)
-    else:
-        entries = HIST_RE.findall(text)
-        totals = dict(HIST_TOTAL_RE.findall(text))
-        if int(totals.get("Entries", -1)) != len(entries):
-            problems.append("the hist lists %s entries, %d of them read: "
-                            "its lines changed or were split" % (
-                                totals.get("Entries", "no count of its"),
-                                len(entries)))
-        if int(totals.get("Dropped", 0)):
-            problems.append("the hist dropped %s direct reclaims" %
-                            totals["Dropped"])
     if problems:
         return {}, sorted(set(problems), key=problems.index)
     start, end = stat["hog start"], stat["cat"]
     fig = {k: end[k] - start[k] for k in VMSTAT_KEYS}
     fig["oom_kill"] = end["oom_kill"]
-    fig[SUITE_STALLS] = sum(int(n) for comm, n in HIST_RE.findall(text)
-                            if comm.startswith(THREAD_COMM))
     if fig["oom_kill"]:
         problems.append(
             "the OOM killer ran %d time%s although the hog's pages were "
@@ -421,9 +389,9 @@ def reclaim_figures(text: str) -> tuple[dict[str, int], list[str]]:
     if not fig["pglazyfreed"]:
         problems.append("reclaim dropped none of the hog's pages after its "
                         "first pass: no memory pressure")
-    if not fig[SUITE_STALLS]:
-        problems.append("the suite's threads never entered direct reclaim: "
-                        "memory was never short enough for them")
+    if not fig["allocstall"]:
+        problems.append("no task entered direct reclaim after the hog's "
+                        "first pass: memory was never short enough")
     return fig, problems
 
 
@@ -828,24 +796,20 @@ def pressure_table(results: list[StressResult]) -> list[str]:
         "end of each boot (summed over boots), from the guest's /proc/vmstat: "
         "direct reclaims by any task (the hog's included), pages reclaimed "
         "directly and by kswapd, pages the hog gave up with MADV_FREE and "
-        "pages of it dropped, and OOM kills (since boot); from a hist "
-        "trigger on "
-        "vmscan:mm_vmscan_direct_reclaim_begin keyed on the task, the "
-        "direct reclaims of the suite's own threads; *failed*: the suite's "
+        "pages of it dropped, and OOM kills (since boot); *failed*: the suite's "
         "allocations that failed (bulk, single, kmalloc, softirq; nothing "
         "injected). A small run fails unless the hog's pages were dropped "
-        "and the suite's threads reclaimed, or on an OOM kill; n/a: its "
+        "and some task reclaimed directly, or on an OOM kill; n/a: its "
         "figures were missing." % (SMALL_MIB, HOG_MIB),
         "",
-        "| run | suite's direct reclaims | all direct reclaims | reclaimed "
-        "directly | by kswapd | hog pages given up | dropped | OOM kills | "
-        "failed |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| run | direct reclaims | reclaimed directly | by kswapd | "
+        "hog pages given up | dropped | OOM kills | failed |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in small:
         v = r.reclaim
-        cells = (["%d" % v[k] for k in (SUITE_STALLS,) + VMSTAT_KEYS] if v
-                 else ["n/a"] * (1 + len(VMSTAT_KEYS)))
+        cells = (["%d" % v[k] for k in VMSTAT_KEYS] if v
+                 else ["n/a"] * len(VMSTAT_KEYS))
         lines.append("| %s | %s | %d |" % (
             r.run, " | ".join(cells),
             r.totals["injected"] + r.totals["softirq_fails"]))
