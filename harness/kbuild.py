@@ -20,6 +20,18 @@ from common import Progress, StageError, log_path, read_kv, rel, say, stream, wr
 
 ERROR_RE = re.compile(r"(error:|Error \d|undefined reference|\*\*\* )")
 STAMP = "harness.stamp"
+# ccache's depend mode: on a miss, ccache takes the headers a file
+# includes from the dependency file the compiler writes (kbuild passes
+# -Wp,-MMD) rather than running the preprocessor once more to hash its
+# output.  Kernel sources spend much of their compile time preprocessing,
+# so a build on an empty cache is faster (docs/commands.md, ./bulk test);
+# hits are direct-mode hits as before.  An entry is keyed on the command
+# line, the source and the headers it read, less the system headers that
+# -MMD leaves out: the kernel's own objects read none (-nostdinc), host
+# programs (HOSTCC: fixdep, objtool, modpost) read libc's, so a libc
+# header changed without a new compiler would not rebuild those (ccache
+# -C clears the cache).
+CCACHE_ENV = {"CCACHE_DEPEND": "1"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +126,8 @@ def build(config: str, tree_name: str = "linux",
     rc = stream(kconfig.make_cmd(t, config, "-j%d" % (os.cpu_count() or 1),
                                  arch.of_config(config).image, "modules"),
                 log,
-                env={"CCACHE_BASEDIR": t.ccache_base}, progress=progress)
+                env=dict(CCACHE_ENV, CCACHE_BASEDIR=t.ccache_base),
+                progress=progress)
     if rc != 0:
         err = first_error(log) or "(no compiler error line found)"
         raise StageError("build", "%s failed: %s" % (label, err), log)

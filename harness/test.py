@@ -40,8 +40,8 @@ GROUPS = {
     "checkpatch": "checkpatch.pl --strict: 0/0/0 on every patch",
     "build-each": "results/per-patch/build-each.json: ./bulk build-each --record built "
               "every patch of this series, all passed",
-    "build": "the tip builds on slub-faults, slab-faults and slob, and on "
-             "any config that only a KUnit run boots",
+    "build": "the tip builds on slub-faults and slab-faults, and on any "
+             "config that only a KUnit run boots",
     "debug": "the tip builds with the debug configs",
     "kunit": "the KUnit suites on every config and variant",
     "boot": "smoke boots in exact and smp mode",
@@ -54,21 +54,24 @@ TIMES = "test-times.json"
 # The tree whose tip kernels the build and debug steps build, the others boot.
 TESTED = build_each.TREE_NAME
 # The kernels the KUnit, boot and bench steps boot for each allocator: the
-# stress runs' (for SLUB and SLAB the benchmark's config with fault
-# injection built in), so that one build per allocator serves them all.
-# A kernel of its own per allocator for these steps would add two builds,
-# 12 minutes on a cold ccache.  What differs: should_failslab() and
-# should_fail_alloc_page() are real calls that inject nothing unless asked
-# (debugfs, as the stress runs do, or a task's fail_nth, as the contract
-# suite's slab_bulk_fail_nth case does: it runs on these kernels and is
-# skipped without CONFIG_FAULT_INJECTION); and the checkers of
-# configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE, DEBUG_PREEMPT),
-# which see the grouped bulk free that the debug kernels' KASAN turns off:
-# their checks cost every boot some time; and on slub-faults SLUB's event
-# counters (configs/events.config), which the stress runs' floors read.  No test step boots the
-# benchmark's own slub and slab configs; ./bulk build-each builds them at every
+# stress runs', so that one build per allocator serves them all (a kernel
+# of its own per allocator for these steps would add builds of 5 to 9
+# minutes each on a cold ccache).  For SLUB and SLAB the benchmark's
+# config with fault injection built in; for SLOB its debug kernel (lockdep
+# and atomic-sleep checks: SLOB has no debug options of its own), which
+# the debug step builds anyway.  What differs from the benchmark's kernels:
+# should_failslab() and should_fail_alloc_page() are real calls that
+# inject nothing unless asked (debugfs, as the stress runs do, or a task's
+# fail_nth, as the contract suite's slab_bulk_fail_nth case does: it runs
+# on these kernels and is skipped without CONFIG_FAULT_INJECTION); the
+# checkers of configs/checkers.config (DEBUG_VM, DEBUG_LIST, KFENCE,
+# DEBUG_PREEMPT), which see the grouped bulk free that the debug kernels'
+# KASAN turns off: their checks cost every boot some time; on slub-faults
+# SLUB's event counters (configs/events.config), which the stress runs'
+# floors read; and SLOB's lockdep.  No test step boots the benchmark's own
+# slub, slab and slob configs; ./bulk build-each builds them at every
 # patch, ./bulk kunit-each boots slub.
-TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob"}
+TEST_KERNEL = {"slub": "slub-faults", "slab": "slab-faults", "slob": "slob-debug"}
 DEBUG_CONFIGS = ("slub-debug", "slab-debug", "slob-debug")
 
 
@@ -101,6 +104,9 @@ class Series:
 
     def __init__(self) -> None:
         self.commits: list[str] | None = None
+        # The kernels built at the tip in this run: a stress step boots
+        # them without running make again (about 5 s of make per step).
+        self.built: set[str] = set()
 
     def apply(self) -> None:
         tree.create()
@@ -140,6 +146,7 @@ def base_drift() -> str | None:
 def tip_step(config: str, series: Series) -> None:
     series.at_tip()
     kbuild.build(config, TESTED, label="%s@tip" % config)
+    series.built.add(config)
 
 
 def kunit_step(r: kunit.KunitRun, cases: kunit.SuiteCounts, series: Series) -> str:
@@ -166,7 +173,8 @@ def stress_step(r: stress.StressRun, series: Series) -> str:
     if not os.path.exists(os.path.join(BISECT_TREE, "lib", "%s.c"
                                        % stress.STRESS_MODULE)):
         raise Skip("%s is not in the series yet" % stress.STRESS_MODULE)
-    kbuild.build(r.config, TESTED, label="%s@tip" % r.config)
+    if r.config not in series.built:
+        tip_step(r.config, series)
     res = stress.run(r, TESTED, stress.TEST_SECONDS, full_floors=False)
     if not res.ok:
         raise StageError("stress", "%s (seed %d)" % (r.name(), res.seeds[0]),
@@ -190,11 +198,11 @@ def test_run(r: kunit.KunitRun) -> kunit.KunitRun:
 
 def tip_configs() -> list[str]:
     """The kernels the build step builds at the tip: the test kernels, then
-    those that only KUnit runs boot (neither a test kernel nor a debug
-    config, which the debug step builds)."""
-    out = list(TEST_KERNEL.values())
-    for r in kunit.KUNIT_RUNS:
-        c = test_run(r).config
+    those that only KUnit runs boot, leaving out the debug configs (the
+    debug step builds them)."""
+    out: list[str] = []
+    for c in list(TEST_KERNEL.values()) + [test_run(r).config
+                                           for r in kunit.KUNIT_RUNS]:
         if c not in out and c not in DEBUG_CONFIGS:
             out.append(c)
     return out

@@ -11,6 +11,7 @@ from unittest import mock
 import hermetic  # noqa: F401  (first: harness on sys.path, scratch build/)
 import build_each
 import kconfig
+import kbuild
 import record
 import test
 import tree
@@ -278,7 +279,6 @@ class TestPlan(unittest.TestCase):
             ("build-each", "every patch builds: the record of ./bulk build-each"),
             ("build", "slub-faults @ full series"),
             ("build", "slab-faults @ full series"),
-            ("build", "slob @ full series"),
             ("debug", "slub-debug @ full series"),
             ("debug", "slab-debug @ full series"),
             ("debug", "slob-debug @ full series")])
@@ -302,7 +302,14 @@ class TestPlan(unittest.TestCase):
     def test_test_kernels_are_the_benchmarks_with_faults_and_checkers(self):
         for alloc, config in test.TEST_KERNEL.items():
             if alloc == "slob":
-                self.assertEqual(config, "slob")
+                # SLOB's debug kernel, which the debug step builds: one
+                # build fewer; it has the benchmark's module too.
+                self.assertIn(config, test.DEBUG_CONFIGS)
+                self.assertNotIn(config, test.tip_configs())
+                self.assertIn("common", kconfig.CONFIG_SETS[config])
+                with open(os.path.join(kconfig.CONFIGS, "common.config")) as f:
+                    self.assertIn("CONFIG_%s=m" % test.measure.BENCH_SYMBOL,
+                                  f.read().split())
                 continue
             # SLUB's with its event counters, for the stress runs' floors.
             self.assertEqual(kconfig.CONFIG_SETS[config],
@@ -310,6 +317,23 @@ class TestPlan(unittest.TestCase):
                                                            "checkers"]
                              + (["events"] if alloc == "slub" else [])
                              + ["reclaim"])
+
+    def test_a_stress_step_boots_a_kernel_built_in_this_run_without_make(self):
+        built = []
+        series = test.Series()
+        series.at_tip = mock.Mock()
+        r = test.stress.StressRun("slab-faults", "smp")
+        res = mock.Mock(ok=True)
+        with mock.patch.object(kbuild, "build",
+                               lambda c, *a, **k: built.append(c)), \
+                mock.patch.object(test.os.path, "exists", return_value=True), \
+                mock.patch.object(test.stress, "run", return_value=res), \
+                mock.patch.object(test.stress, "summary", return_value=""):
+            test.stress_step(r, series)
+            test.stress_step(r, series)
+            test.tip_step("slub-faults", series)
+            test.stress_step(test.stress.StressRun("slub-faults", "smp"), series)
+        self.assertEqual(built, ["slab-faults", "slub-faults"])
 
 
 if __name__ == "__main__":
