@@ -457,8 +457,9 @@ def parser() -> argparse.ArgumentParser:
                    "kcsan (each allocator under KCSAN on two and four CPUs), "
                    "all (those, SLAB fully preemptible on two NUMA nodes, the "
                    "debug kernels on four CPUs and SLOB without lockdep), or "
-                   "config names: %s" % ", ".join(sorted(
-                       {r.config for r in stress.select("all")})))
+                   "config names (every run of the config): %s; or one run "
+                   "as CONFIG:TAG, as a failed run's replay names it" % ", ".join(
+                       sorted({r.config for r in stress.select("all")})))
     record_opt(p)
     p = verb("soak", "the soak: ./bulk stress --runs soak, 30 minutes a run",
              "one run per allocator (SLUB, SLAB, SLOB on four CPUs, fault "

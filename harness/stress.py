@@ -121,6 +121,10 @@ class StressRun:
                                   "-" + re.sub(r"[^\w.-]+", "_", self.append)
                                   if self.append else "")
 
+    def ident(self) -> str:
+        """The run alone, for --runs (a failure's replay): CONFIG:TAG."""
+        return "%s:%s" % (self.config, self.tag()[len("stress-"):])
+
 
 # The memcg that SLAB_ACCOUNT objects are charged to: the init joins it
 # before loading the module.
@@ -455,12 +459,15 @@ class StressResult:
     small: bool = False
     # The run's floors, per boot (StressRun.floors).
     floors: dict[str, int] = dataclasses.field(default_factory=dict)
+    # StressRun.ident(): what --runs takes to run this run alone.
+    ident: str = ""
 
     def replay(self) -> str:
-        """The command that runs this config again with the last boot's
+        """The command that runs this run alone again with the last boot's
         seed: a soak stops at its first failed boot."""
         return "./bulk stress --runs %s --seed %d --minutes 1 --seconds %d" % (
-            self.config, self.seeds[-1] if self.seeds else 0, self.seconds)
+            self.ident or self.config, self.seeds[-1] if self.seeds else 0,
+            self.seconds)
 
 
 def check_built(r: StressRun, tree: str) -> None:
@@ -616,7 +623,8 @@ def run(r: StressRun, tree: str = "linux", seconds: int = TEST_SECONDS,
                        {"passed": counts.passed, "skipped": counts.skipped,
                         "failed": len(counts.failed)}, t, rows,
                        round(time.time() - start), seeds=[seed],
-                       floors=dict(r.floors), reclaim=reclaim, small=r.small)
+                       floors=dict(r.floors), reclaim=reclaim, small=r.small,
+                       ident=r.ident())
     say("stress %s (seed %d): %s" % (r.name(), seed, "ok" if out.ok else
                                      "; ".join(problems)))
     return out
@@ -636,7 +644,7 @@ def merge(parts: list[StressResult]) -> StressResult:
                         sum(p.splats for p in parts), cases, totals(rows), rows,
                         sum(p.wall_seconds for p in parts), len(parts),
                         seeds=[s for p in parts for s in p.seeds],
-                        floors=first.floors,
+                        floors=first.floors, ident=first.ident,
                         reclaim={k: sum(p.reclaim.get(k, 0) for p in parts)
                                  for k in dict.fromkeys(
                                      k for p in parts for k in p.reclaim)},
@@ -699,8 +707,9 @@ def render(results: list[StressResult], command: str) -> str:
         "where the kernel keeps no count. SLOB has no kmalloc caches: there "
         "a round also fails when the pages SLOB holds do not come back. "
         "Splats: console lines that fail a boot. Seeds: each boot's seed of "
-        "the threads' random choices (`./bulk stress --runs CONFIG --seed N` "
-        "replays one; the threads' interleaving is the host's).%s"
+        "the threads' random choices (`./bulk stress --runs CONFIG:TAG --seed N` "
+        "replays one run, as a failed run's replay says; the threads' "
+        "interleaving is the host's).%s"
         % (command, time.strftime("%Y-%m-%d"), STRESS_MODULE,
            injection_text(results),
            " *small*: a guest of %d MiB under real memory pressure, no fault "
@@ -854,8 +863,9 @@ def check_args(args: argparse.Namespace) -> None:
 
 def select(names: str, allocs: str = "") -> list[StressRun]:
     """--runs: 'soak' (default), 'test', 'small', 'kcsan', 'all', or config
-    names; allocs
-    (./bulk soak --alloc): the soak's runs of these allocators alone."""
+    names (every run of the config) and runs (StressRun.ident(), as a
+    failure's replay names it); allocs (./bulk soak --alloc): the soak's
+    runs of these allocators alone."""
     every = list(dict.fromkeys(TEST_RUNS + SOAK_RUNS + EXTRA_RUNS +
                                KCSAN_RUNS))
     if names in ("", "soak"):
@@ -871,12 +881,14 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
         return every
     wanted = [n for n in names.split(",") if n]
     known = {r.config for r in every}
-    bad = [n for n in wanted if n not in known]
+    idents = {r.ident() for r in every}
+    bad = [n for n in wanted if n not in known and n not in idents]
     if bad or not wanted:
         raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
-                         "test, small, kcsan or all alone, or config names: %s" % (
-                             ", ".join(bad) or names, ", ".join(sorted(known))))
-    return [r for r in every if r.config in wanted]
+                         "test, small, kcsan or all alone, or config names: %s; "
+                         "or a run as CONFIG:TAG (a failure's replay names "
+                         "it)" % (", ".join(bad) or names, ", ".join(sorted(known))))
+    return [r for r in every if r.config in wanted or r.ident() in wanted]
 
 
 # A soak boot: rounds of this many guest seconds each.

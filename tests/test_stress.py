@@ -98,6 +98,21 @@ class Arguments(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "alone"):
             stress.select("soak,slob-debug")
 
+    def test_a_run_alone_by_its_ident(self):
+        # A failure's replay names its run alone, not its config's runs.
+        every = stress.select("all")
+        self.assertEqual(len({r.ident() for r in every}), len(every))
+        for r in every:
+            self.assertEqual(stress.select(r.ident()), [r])
+            self.assertRegex(r.ident(), r"^[\w.-]+:[\w.-]+$")
+        r = stress.SMALL_RUNS[0]
+        self.assertGreater(len(stress.select(r.config)), 1)
+        self.assertEqual(stress.select(r.config + "," + r.ident()),
+                         stress.select(r.config))
+        with self.assertRaisesRegex(StageError, "unknown.*slub-faults:nope.*CONFIG:TAG"):
+            stress.select("slub-faults:nope")
+        self.assertNotIn(":", stress.results_name(r.ident()))
+
     def check(self, minutes, seconds=None, seed=None):
         stress.check_args(argparse.Namespace(runs="soak", minutes=minutes,
                                              seconds=seconds, seed=seed))
@@ -487,9 +502,11 @@ class Conditions(unittest.TestCase):
         self.assertIn("slab_bulk_stress.seed=12345", line.split())
         res = stress.StressResult("r", "slub-faults", "smp4", True, "", 15, 1,
                                   ["/a.log"], False, ["x"], 0, {}, {}, [], 1,
-                                  seeds=[5, 12345])
-        self.assertEqual(res.replay(), "./bulk stress --runs slub-faults "
-                         "--seed 12345 --minutes 1 --seconds 15")
+                                  seeds=[5, 12345], ident=self.R.ident())
+        self.assertEqual(res.replay(), "./bulk stress --runs %s "
+                         "--seed 12345 --minutes 1 --seconds 15" % self.R.ident())
+        # merge() keeps it.
+        self.assertEqual(stress.merge([res, res]).ident, self.R.ident())
 
 
 class Floors(unittest.TestCase):
