@@ -27,10 +27,11 @@ STAMP = "harness.stamp"
 # so a build on an empty cache is faster (docs/commands.md, ./bulk test);
 # hits are direct-mode hits as before.  An entry is keyed on the command
 # line, the source and the headers it read, less the system headers that
-# -MMD leaves out: the kernel's own objects read none (-nostdinc), host
-# programs (HOSTCC: fixdep, objtool, modpost) read libc's, so a libc
-# header changed without a new compiler would not rebuild those (ccache
-# -C clears the cache).
+# -MMD leaves out: the kernel's own objects read none (-nostdinc); the
+# host programs of scripts/Makefile.host (fixdep, kconfig, modpost) read
+# libc's, so a libc header changed without a new compiler would not
+# rebuild those (ccache -C clears the cache).  objtool's build passes
+# -Wp,-MD, which lists them.
 CCACHE_ENV = {"CCACHE_DEPEND": "1"}
 
 

@@ -883,11 +883,16 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
     known = {r.config for r in every}
     idents = {r.ident() for r in every}
     bad = [n for n in wanted if n not in known and n not in idents]
+    runs_of = sorted(r.ident() for r in every
+                     if bad and r.config == bad[0].split(":")[0])
     if bad or not wanted:
         raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
                          "test, small, kcsan or all alone, or config names: %s; "
                          "or a run as CONFIG:TAG (a failure's replay names "
-                         "it)" % (", ".join(bad) or names, ", ".join(sorted(known))))
+                         "it)%s" % (", ".join(bad) or names, ", ".join(sorted(known)),
+                                    "; the runs of %s: %s" % (
+                                        bad[0].split(":")[0], ", ".join(runs_of))
+                                    if runs_of else ""))
     return [r for r in every if r.config in wanted or r.ident() in wanted]
 
 

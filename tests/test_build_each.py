@@ -300,13 +300,18 @@ class TestPlan(unittest.TestCase):
         self.assertEqual(booted, ["slub-faults", "slab-faults"])
 
     def test_test_kernels_are_the_benchmarks_with_faults_and_checkers(self):
+        # SLUB's and SLAB's; SLOB's is its debug kernel (below).
         for alloc, config in test.TEST_KERNEL.items():
             if alloc == "slob":
-                # SLOB's debug kernel, which the debug step builds: one
-                # build fewer; it has the benchmark's module too.
+                # The debug step builds it: one build fewer.  Fault
+                # injection for slab_bulk_fail_nth and the stress runs,
+                # madvise() for the small-guest run, the benchmark's module
+                # from common.
                 self.assertIn(config, test.DEBUG_CONFIGS)
                 self.assertNotIn(config, test.tip_configs())
-                self.assertIn("common", kconfig.CONFIG_SETS[config])
+                self.assertEqual(kconfig.CONFIG_SETS[config],
+                                 ["common", "slob", "slob-debug", "faults",
+                                  "reclaim"])
                 with open(os.path.join(kconfig.CONFIGS, "common.config")) as f:
                     self.assertIn("CONFIG_%s=m" % test.measure.BENCH_SYMBOL,
                                   f.read().split())
@@ -318,22 +323,41 @@ class TestPlan(unittest.TestCase):
                              + (["events"] if alloc == "slub" else [])
                              + ["reclaim"])
 
+    def test_every_stress_run_boots_a_kernel_the_build_or_debug_step_built(self):
+        # So that no stress step of a whole run needs make.
+        tip = set(test.tip_configs()) | set(test.DEBUG_CONFIGS)
+        for r in test.stress.TEST_RUNS:
+            self.assertIn(r.config, tip, r.name())
+
     def test_a_stress_step_boots_a_kernel_built_in_this_run_without_make(self):
         built = []
+
+        def build(c, *a, **k):
+            if c == "slob-debug":
+                raise StageError("build", "slob-debug failed")
+            built.append(c)
         series = test.Series()
         series.at_tip = mock.Mock()
         r = test.stress.StressRun("slab-faults", "smp")
         res = mock.Mock(ok=True)
-        with mock.patch.object(kbuild, "build",
-                               lambda c, *a, **k: built.append(c)), \
-                mock.patch.object(test.os.path, "exists", return_value=True), \
+        src = os.path.join(test.BISECT_TREE, "lib", "%s.c"
+                           % test.stress.STRESS_MODULE)
+        os.makedirs(os.path.dirname(src), exist_ok=True)
+        open(src, "w").close()
+        self.addCleanup(os.remove, src)
+        with mock.patch.object(kbuild, "build", build), \
                 mock.patch.object(test.stress, "run", return_value=res), \
                 mock.patch.object(test.stress, "summary", return_value=""):
             test.stress_step(r, series)
             test.stress_step(r, series)
             test.tip_step("slub-faults", series)
             test.stress_step(test.stress.StressRun("slub-faults", "smp"), series)
+            # A kernel that failed to build is not taken as built.
+            for _ in range(2):
+                with self.assertRaisesRegex(StageError, "slob-debug failed"):
+                    test.tip_step("slob-debug", series)
         self.assertEqual(built, ["slab-faults", "slub-faults"])
+        self.assertEqual(series.built, {"slab-faults", "slub-faults"})
 
 
 if __name__ == "__main__":

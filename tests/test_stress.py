@@ -271,6 +271,19 @@ class Arguments(unittest.TestCase):
         res, seen = self.fake_run(r, line, seconds=15, full_floors=False)
         self.assertEqual((seen["guest_seconds"], res.ok), (15, True))
 
+    def test_a_failed_runs_replay_selects_that_run_alone(self):
+        r = stress.TEST_RUNS[1]
+        self.assertGreater(len(stress.select(r.config)), 1)
+        line = ("# slab_bulk_stress_round: stress round=1 cache=plain threads=4 "
+                "bulk_allocs=9 lost=3\n")
+        res, _ = self.fake_run(r, line, seconds=15)
+        self.assertFalse(res.ok)
+        self.assertEqual(res.ident, r.ident())
+        argv = res.replay().split()
+        self.assertEqual(argv[:3], ["./bulk", "stress", "--runs"])
+        self.assertEqual(stress.select(argv[3]), [r])
+        self.assertIn("--seed 1 ", res.replay())
+
     def test_a_round_without_its_shadow_fails(self):
         r = stress.StressRun("slub-faults", "smp")
         line = ("# slab_bulk_stress_round: no shadow of the objects held "

@@ -53,11 +53,29 @@ class StaleKernel(unittest.TestCase):
         with self.assertRaisesRegex(StageError, "configs/ 0000"):
             boot.boot("slub")
 
+    def test_builds_use_ccache_depend_mode(self):
+        # kbuild.CCACHE_ENV: no second preprocessing on a cache miss.
+        out = kconfig.tree("linux").out_dir("slub")
+        seen = {}
+
+        def stream(cmd, log, env, progress):
+            seen.update(env)
+            return 2
+        with mock.patch.object(kconfig, "configure", return_value=out), \
+                mock.patch.object(kconfig, "make_cmd", return_value=["make"]), \
+                mock.patch.object(kbuild, "stream", stream):
+            with self.assertRaisesRegex(StageError, "slub failed"):
+                kbuild.build("slub")
+        self.assertEqual(seen.get("CCACHE_DEPEND"), "1")
+        self.assertEqual(seen.get("CCACHE_BASEDIR"),
+                         kconfig.tree("linux").ccache_base)
+
     def test_failed_build_leaves_no_stamp(self):
         out = kconfig.tree("linux").out_dir("slub")
         with mock.patch.object(kconfig, "configure", return_value=out), \
+                mock.patch.object(kconfig, "make_cmd", return_value=["make"]), \
                 mock.patch.object(kbuild, "stream", return_value=2):
-            with self.assertRaises(StageError):
+            with self.assertRaisesRegex(StageError, "slub failed"):
                 kbuild.build("slub")
         with self.assertRaisesRegex(StageError, "no kernel of slub is built"):
             boot.boot("slub")
