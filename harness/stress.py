@@ -116,14 +116,18 @@ class StressRun:
         return "%s %s%s%s" % (self.config, self.mode, self.injection(),
                               " " + self.append if self.append else "")
 
+    def key(self) -> str:
+        """The run among its config's: mode, injection, command line."""
+        return "%s%s%s" % (self.mode, self.injection().replace(" ", "-"),
+                           "-" + re.sub(r"[^\w.-]+", "_", self.append)
+                           if self.append else "")
+
     def tag(self) -> str:
-        return "stress-%s%s%s" % (self.mode, self.injection().replace(" ", "-"),
-                                  "-" + re.sub(r"[^\w.-]+", "_", self.append)
-                                  if self.append else "")
+        return "stress-" + self.key()
 
     def ident(self) -> str:
         """The run alone, for --runs (a failure's replay): CONFIG:TAG."""
-        return "%s:%s" % (self.config, self.tag()[len("stress-"):])
+        return "%s:%s" % (self.config, self.key())
 
 
 # The memcg that SLAB_ACCOUNT objects are charged to: the init joins it
@@ -881,17 +885,16 @@ def select(names: str, allocs: str = "") -> list[StressRun]:
         return every
     wanted = [n for n in names.split(",") if n]
     known = {r.config for r in every}
-    idents = {r.ident() for r in every}
-    bad = [n for n in wanted if n not in known and n not in idents]
-    runs_of = sorted(r.ident() for r in every
-                     if bad and r.config == bad[0].split(":")[0])
+    bad = [n for n in wanted
+           if n not in known and n not in {r.ident() for r in every}]
     if bad or not wanted:
+        config = bad[0].split(":")[0] if bad else ""
+        runs_of = sorted(r.ident() for r in every if r.config == config)
         raise StageError("stress", "unknown stress config(s) '%s'; give soak, "
                          "test, small, kcsan or all alone, or config names: %s; "
                          "or a run as CONFIG:TAG (a failure's replay names "
                          "it)%s" % (", ".join(bad) or names, ", ".join(sorted(known)),
-                                    "; the runs of %s: %s" % (
-                                        bad[0].split(":")[0], ", ".join(runs_of))
+                                    "; the runs of %s: %s" % (config, ", ".join(runs_of))
                                     if runs_of else ""))
     return [r for r in every if r.config in wanted or r.ident() in wanted]
 
