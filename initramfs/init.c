@@ -78,8 +78,9 @@
  *   harness.cat=path         (may repeat) print the file's lines, each as
  *                            "harness: cat <path>: <line>", after loading
  *   harness.hog=MIB          memory pressure while the modules load: a child
- *                            process (in the root memcg, started before
- *                            harness.cgroup) writes MIB of anonymous memory
+ *                            process (in the root memcg: started after
+ *                            harness.cgroup's group is made, before this
+ *                            process joins it) writes MIB of anonymous memory
  *                            a MiB at a time and gives each MiB up with
  *                            MADV_FREE, over and over, from before the
  *                            modules load (the init waits for its first
@@ -373,9 +374,9 @@ static int kfence_restore(const char *old)
 	return 0;
 }
 
-static int join_cgroup(const char *name)
+static int make_cgroup(const char *name)
 {
-	char path[256], pid[16];
+	char path[256];
 
 	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", 0, NULL) != 0) {
 		say("mount cgroup2 failed: %s (%d)", strerror(errno), errno);
@@ -388,6 +389,13 @@ static int join_cgroup(const char *name)
 		say("mkdir %s failed: %s (%d)", path, strerror(errno), errno);
 		return 1;
 	}
+	return 0;
+}
+
+static int join_cgroup(const char *name)
+{
+	char path[256], pid[16];
+
 	snprintf(path, sizeof(path), "/sys/fs/cgroup/%s/cgroup.procs", name);
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	if (write_file(path, pid))
@@ -1624,7 +1632,7 @@ static int callers_runs(void)
 
 int main(void)
 {
-	char list[512], unload[8], path[256], params[2048], group[64];
+	char list[512], unload[8], path[256], params[2048], group[64] = "";
 	char nokfence[512], interval[32] = "";
 	char *mods[MAX_MODS];
 	int nmods = 0, status = 0, i;
@@ -1638,11 +1646,22 @@ int main(void)
 	read_cmdline();
 	say("start (cmdline: %s)", cmdline);
 
+	/*
+	 * The first non-root memcg turns memcg_kmem_enabled_key on, which
+	 * patches the page allocator's code (text_poke_bp()): make the group
+	 * before the hog runs that code on another CPU.  Made after, a CPU
+	 * under QEMU's TCG once took the patch's int3 as an oops in
+	 * __alloc_pages().  The hog stays in the root memcg: join after.
+	 */
+	if (param("harness.cgroup", group, sizeof(group), NULL) &&
+	    make_cgroup(group)) {
+		status = 1;
+		group[0] = '\0';
+	}
 	hog = start_hog();
 	if (hog < 0)
 		status = 1;
-	if (param("harness.cgroup", group, sizeof(group), NULL) &&
-	    join_cgroup(group))
+	if (group[0] && join_cgroup(group))
 		status = 1;
 	if (write_knobs())
 		status = 1;

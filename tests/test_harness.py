@@ -618,6 +618,10 @@ class InitProgram(unittest.TestCase):
         with open(boot.INIT_SRC) as f:
             main = f.read().split("int main(void)", 1)[1]
         self.assertLess(main.index("join_cgroup("), main.index("SYS_finit_module"))
+        # The group (memcg_kmem_enabled_key's code patch) before the hog
+        # runs the page allocator; the hog itself outside the group.
+        self.assertLess(main.index("make_cgroup("), main.index("start_hog("))
+        self.assertLess(main.index("start_hog("), main.index("join_cgroup("))
 
 
 def record(test, variant, n, size, per_obj):
