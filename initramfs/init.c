@@ -135,6 +135,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -196,6 +197,12 @@ static void finish(int status)
 	print_taint();
 	printf("harness: status=%d\n", status);
 	fflush(stdout);
+	/*
+	 * The console's UART sends what the tty holds after write() returned:
+	 * ending QEMU before it is sent loses the output's tail (a small run's
+	 * last /proc/vmstat lines and the status were once lost so).
+	 */
+	tcdrain(STDOUT_FILENO);
 	sync();
 #ifdef HAVE_EXIT_PORT
 	if (ioperm(EXIT_PORT, 1, 1) == 0)
